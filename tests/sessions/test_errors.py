@@ -667,6 +667,17 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
 
 
 
+def test_a_fractional_turn_time_is_invalid_in_the_joker_games():
+    """docs/api.md, CreateMatch: in the Joker games a turn_time is their integer turn_time_s
+    option (JJK-11, GJ-13), so 10.5 s is INVALID_OPTIONS, not rounded to a whole second."""
+    async def go():
+        async with manager(config()) as mgr:
+            for game in ("japanese_joker", "georgian_joker"):
+                with pytest.raises(InvalidOptions):
+                    await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=10.5))
+            assert mgr.match_ids() == []
+    run(go())
+
 def test_the_turn_time_range_includes_both_bounds():
     """JJK-11's turn_time_s is 10 to 120 s, bounds included, and the 32-card games follow it
     (NOTATION.md section 5, docs/api.md CreateMatch); a value out of it is BAD_TURN_TIME on
