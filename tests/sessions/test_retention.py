@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import time
 import weakref
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from engine_service.sessions.api import (CreateMatchRequest, MatchNotFound, Prin
 from engine_service.sessions.config import SessionConfig
 from engine_service.store import MemoryStore, SqliteStore, StoreError
 
-from .helpers import config, manager, run, to_act, until
+from .helpers import config, configured_logging, manager, run, to_act, until
 
 SECOND_IN_DAYS = 1 / 86400
 PRUNED = "cardgames_matches_pruned_total"
@@ -179,6 +180,20 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
     assert len(pauses) == 2 and all(p >= housekeeping.PRUNE_PAUSE_S for p in pauses)
     assert left == [kept]
 
+
+def test_a_prune_line_is_a_session_line_without_a_match_id():
+    """docs/operations.md, retention: one ``matches_pruned`` line per batch, under the session
+    layer's logger like its other lines, and never a match id."""
+    async def go():
+        with configured_logging("json", "info") as stream:
+            async with manager(config()) as mgr:
+                match_id, _ = await ended_match(mgr)
+                await mgr.prune_finished(ended_before=time.time() + 1)
+        return match_id, [json.loads(line) for line in stream.getvalue().splitlines()]
+    match_id, lines = run(go())
+    (pruned,) = [line for line in lines if line["event"] == "matches_pruned"]
+    assert (pruned["logger"], pruned["matches"]) == ("engine_service.sessions", 1)
+    assert match_id not in json.dumps(pruned)
 
 def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     """The cutoff given to a pass is the one it prunes by, not ``keep_finished_days`` (here 0:
