@@ -195,6 +195,28 @@ def test_a_prune_line_is_a_session_line_without_a_match_id():
     assert (pruned["logger"], pruned["matches"]) == ("engine_service.sessions", 1)
     assert match_id not in json.dumps(pruned)
 
+def test_a_prune_line_gives_its_batchs_duration_in_milliseconds_to_a_tenth():
+    """``duration_ms`` of a ``matches_pruned`` line is its batch's time in milliseconds,
+    rounded to a tenth (the pass's clock scripted: no timing here)."""
+    class Clock:  # the housekeeping module's time, perf_counter scripted: 123.44 ms
+        ticks = iter([10.0, 10.12344])
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def perf_counter(self):
+            return next(self.ticks)
+
+    async def go():
+        async with manager(config()) as mgr:
+            await ended_match(mgr)
+            with capture_logs() as logs, pytest.MonkeyPatch.context() as mp:
+                mp.setattr(housekeeping, "time", Clock())
+                await mgr.prune_finished(ended_before=time.time() + 1)
+        return logs
+    (line,) = [e for e in run(go()) if e["event"] == "matches_pruned"]
+    assert line["duration_ms"] == 123.4 and line["matches"] == 1
+
 def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     """The cutoff given to a pass is the one it prunes by, not ``keep_finished_days`` (here 0:
     every ended match would go): a match that ended after it stays, in the store and in
