@@ -649,6 +649,18 @@ def test_turn_time_is_the_tables():
     assert gj2.turn_time_s == 45 and gj2.options == {"turn_time_s": 45}
 
 
+def test_the_joker_games_take_their_times_from_their_options_not_the_sessions_defaults():
+    """A Joker game's turn time and reconnect grace are its turn_time_s and reconnect_grace_s
+    options (JJK-11, GJ-13), their defaults included (30 s, 60 s), whatever the session's
+    defaults for the other games say."""
+    async def go():
+        async with manager(config(default_turn_time_s=45, reconnect_grace_s=99)) as mgr:
+            given = await mgr.create_match(CreateMatchRequest(
+                game="japanese_joker", options={"turn_time_s": 20, "reconnect_grace_s": 15}))
+            default = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            return [(m.turn_time_s, mgr._matches[m.match_id].reconnect_grace_s) for m in (given, default)]
+    assert run(go()) == [(20, 15), (30, 60)]
+
 def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     """docs/api.md, CreateMatch: in the Joker games a request's turn_time is their turn_time_s
     option, so giving both with different values is BAD_TURN_TIME (not INVALID_OPTIONS: each
@@ -662,9 +674,49 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
                                                              options={"turn_time_s": 40}))
             return info.value, same
     refused, same = run(go())
-    assert refused.reason == "BAD_TURN_TIME"
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})  # docs/api.md
     assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
 
+
+
+def test_a_fractional_turn_time_is_invalid_in_the_joker_games():
+    """docs/api.md, CreateMatch: in the Joker games a turn_time is their integer turn_time_s
+    option (JJK-11, GJ-13), so 10.5 s is INVALID_OPTIONS, not rounded to a whole second."""
+    async def go():
+        async with manager(config()) as mgr:
+            for game in ("japanese_joker", "georgian_joker"):
+                with pytest.raises(InvalidOptions):
+                    await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=10.5))
+            assert mgr.match_ids() == []
+    run(go())
+
+def test_the_turn_time_range_includes_both_bounds():
+    """JJK-11's turn_time_s is 10 to 120 s, bounds included, and the 32-card games follow it
+    (NOTATION.md section 5, docs/api.md CreateMatch); a value out of it is BAD_TURN_TIME on
+    the turn_time field."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=120.5))
+            return info.value, [(await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=turn))).turn_time_s
+                                for game in ("klaberjass", "jojotte") for turn in (10, 120)]
+    refused, turn_times = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    assert turn_times == [10, 120, 10, 120]
+
+
+def test_a_negative_turn_time_is_refused_as_negative():
+    """A negative turn time is refused as such (BAD_TURN_TIME on the turn_time field), not as
+    a value out of JJK-11's range: the caller learns what is wrong with it."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=-1))
+            assert mgr.match_ids() == []
+            return info.value
+    refused = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    assert refused.message == "the turn time must not be negative"
 
 # ---- spectators ------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from engine_service.sessions.api import (CreateMatchRequest, MatchNotOver, Permi
 from engine_service.sessions.chance import random_deck
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteStore
-from engine_service.sessions.fairness import deck_commitment
+from engine_service.sessions.fairness import deck_commitment, shown_cards
 from engine_service.store.base import SCHEME_PER_CARD, SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
 
@@ -497,6 +497,14 @@ def test_a_deck_of_an_unknown_scheme_has_no_commitment():
         deck_commitment(DeckRecord(0, deck, salt, 3))
 
 
+
+def test_a_log_without_a_deck_shows_no_card():
+    """The cards shown are counted per deal dealt: a log with actions but no deck (a store
+    that lost it) has no deal, so it shows nothing, and its actions are not replayed on a
+    table that was never dealt."""
+    game = get_game("klaberjass")
+    assert shown_cards(game, game.options({}), 0, {}, [ActionRecord(1, 1, "pass")]) == {}
+
 @pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
 def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
     """The reveal opens every card the table saw (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3), those on
@@ -547,3 +555,26 @@ def test_a_live_match_refuses_to_open_its_decks_until_it_is_over():
         over.reveals()  # shown not computed yet
     over.shown = over.shown_cards()
     assert over.shown and [r.deal for r in over.reveals()] == list(range(over.deals_dealt))
+
+
+def test_a_reveal_replays_the_match_under_its_own_options():
+    """The reveal replays the match under its table options: with ``jj_info_card`` "next"
+    (JJ-2.7, JJ-A4) the information card turned up is D[19], so a match terminated once it is
+    on show reveals D[19] and not the bottom card D[31], which the table never saw (JJ-2.8:
+    the unused cards are never revealed)."""
+    pack = frozenset(card_code(c) for c in get_game("jojotte").pack)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "jojotte", options={"jj_info_card": "next"})
+            rng = random.Random(5)
+            while not (view := (await mgr.get_view(match_id, spectator(match_id))).view)["table"]["info_card"]:
+                assert await play_random(mgr, match_id, ps, rng, max_actions=1) == 1
+            await mgr.terminate_match(match_id, "test")
+            final = await mgr.get_match(match_id)
+            return view, final, await mgr.reveal_deals(match_id, ps[0])
+
+    view, final, reveals = run(go())
+    check_reveals(reveals, final.deal_commitments)
+    deal = reveals[-1]
+    assert view["table"]["info_card"] == deal.cards[19] and not deal.cards[31]

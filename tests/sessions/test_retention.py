@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import time
 import weakref
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from engine_service.sessions.api import (CreateMatchRequest, MatchNotFound, Prin
 from engine_service.sessions.config import SessionConfig
 from engine_service.store import MemoryStore, SqliteStore, StoreError
 
-from .helpers import config, manager, run, to_act, until
+from .helpers import config, configured_logging, manager, run, to_act, until
 
 SECOND_IN_DAYS = 1 / 86400
 PRUNED = "cardgames_matches_pruned_total"
@@ -179,6 +180,42 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
     assert len(pauses) == 2 and all(p >= housekeeping.PRUNE_PAUSE_S for p in pauses)
     assert left == [kept]
 
+
+def test_a_prune_line_is_a_session_line_without_a_match_id():
+    """docs/operations.md, retention: one ``matches_pruned`` line per batch, under the session
+    layer's logger like its other lines, and never a match id."""
+    async def go():
+        with configured_logging("json", "info") as stream:
+            async with manager(config()) as mgr:
+                match_id, _ = await ended_match(mgr)
+                await mgr.prune_finished(ended_before=time.time() + 1)
+        return match_id, [json.loads(line) for line in stream.getvalue().splitlines()]
+    match_id, lines = run(go())
+    (pruned,) = [line for line in lines if line["event"] == "matches_pruned"]
+    assert (pruned["logger"], pruned["matches"]) == ("engine_service.sessions", 1)
+    assert match_id not in json.dumps(pruned)
+
+def test_a_prune_line_gives_its_batchs_duration_in_milliseconds_to_a_tenth():
+    """``duration_ms`` of a ``matches_pruned`` line is its batch's time in milliseconds,
+    rounded to a tenth (the pass's clock scripted: no timing here)."""
+    class Clock:  # the housekeeping module's time, perf_counter scripted: 123.44 ms
+        ticks = iter([10.0, 10.12344])
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def perf_counter(self):
+            return next(self.ticks)
+
+    async def go():
+        async with manager(config()) as mgr:
+            await ended_match(mgr)
+            with capture_logs() as logs, pytest.MonkeyPatch.context() as mp:
+                mp.setattr(housekeeping, "time", Clock())
+                await mgr.prune_finished(ended_before=time.time() + 1)
+        return logs
+    (line,) = [e for e in run(go()) if e["event"] == "matches_pruned"]
+    assert line["duration_ms"] == 123.4 and line["matches"] == 1
 
 def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     """The cutoff given to a pass is the one it prunes by, not ``keep_finished_days`` (here 0:
