@@ -705,13 +705,15 @@ def test_the_turn_time_range_includes_both_bounds():
     assert turn_times == [10, 120, 10, 120]
 
 
-def test_a_negative_turn_time_is_refused_as_negative():
+@pytest.mark.parametrize("game", ["klaberjass", "jojotte", "georgian_joker", "japanese_joker"])
+def test_a_negative_turn_time_is_refused_as_negative(game):
     """A negative turn time is refused as such (BAD_TURN_TIME on the turn_time field), not as
-    a value out of JJK-11's range: the caller learns what is wrong with it."""
+    a value out of JJK-11's range, in every game (docs/api.md): in the Joker games too, where a
+    positive value out of range is the ``turn_time_s`` option's INVALID_OPTIONS."""
     async def go():
         async with manager(config()) as mgr:
             with pytest.raises(BadRequest) as info:
-                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=-1))
+                await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=-1))
             assert mgr.match_ids() == []
             return info.value
     refused = run(go())
