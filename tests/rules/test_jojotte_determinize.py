@@ -13,7 +13,7 @@ from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.errors import InconsistentView
 
 from .checks_jojotte import GAME, OPTION_SETS, act
-from .playout import iter_states
+from .playout import iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, PLAY_DEAL, deal, to_play
 
 PACK_MASK = sum(1 << c for c in PACK32)
@@ -83,6 +83,17 @@ def test_between_deals_the_match_context_is_rebuilt():
         sample = GAME.determinize(state.view(seat), random.Random(0))
         assert sample.view(seat) == state.view(seat)
         assert sample.result() == state.result() and sample.deal_results() == state.deal_results()
+
+
+def test_a_finished_match_is_rebuilt_over():
+    """JJ-10.5: after the last deal the view says the match is over and who won; the sample of
+    either seat is a finished match with the same winners, nobody to act."""
+    state = random_match(GAME, 5)
+    assert state.to_act() == TERMINAL
+    for seat in (0, 1):
+        sample = GAME.determinize(state.view(seat), random.Random(0))
+        assert sample.view(seat) == state.view(seat)
+        assert sample.to_act() == TERMINAL and sample.result() == state.result()
 
 
 def _chi2_critical(df: int, z: float = 3.29) -> float:
