@@ -367,3 +367,16 @@ def test_an_edited_view_that_no_deal_fits_is_refused():
     view["table"]["melds"]["dialogue"][2] = {"seat": 1, "say": "length 5"}
     with pytest.raises(InconsistentView):
         GAME.determinize(view, random.Random(0))
+
+
+def test_an_edited_hand_leaving_too_few_cards_for_the_opponent_is_refused():
+    """A view whose hand claims 24 cards leaves six unseen ones for the opponent's nine
+    (JJ-2.3): InconsistentView, not some other error."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass")
+    view = state.view(1)
+    view["hand"] = [c for c in ("AS", "KS", "QS", "JS", "TS", "9S", "7S", "AH", "KH", "QH", "JH", "TH", "9H",
+                                "8H", "7H", "AD", "KD", "QD", "JD", "TD", "9D", "8D", "7D", "AC")]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
