@@ -380,3 +380,14 @@ def test_an_edited_hand_leaving_too_few_cards_for_the_opponent_is_refused():
     with pytest.raises(InconsistentView):
         GAME.determinize(view, random.Random(0))
 
+
+def test_editing_the_view_afterwards_leaves_the_sample_alone():
+    """The sample shares no list or dict with the view it came from: a bot that edits the view
+    after sampling (deal results, the last deal's detail) does not change the sample."""
+    state = random_match(GAME, 5)
+    view = state.view(0)
+    sample = GAME.determinize(view, random.Random(0))
+    view["deal_results"][0]["pot"] += 1
+    view["deal_results"][0]["below"][0] += 1
+    view["table"]["last_deal"]["tricks"][0] += 1
+    assert sample.view(0) == state.view(0)
