@@ -391,3 +391,19 @@ def test_editing_the_view_afterwards_leaves_the_sample_alone():
     view["deal_results"][0]["below"][0] += 1
     view["table"]["last_deal"]["tricks"][0] += 1
     assert sample.view(0) == state.view(0)
+
+
+def test_known_cards_take_every_place_of_their_holders_nine():
+    """JJ-2.3 (a uniformly random deck), JJ-2.4, JJ-2.6: after the second deal nothing public
+    says which of a player's nine cards came in which packet, so across samples the seat's own
+    KH and the opponent's played AH each take all nine deck places of their holder's hand."""
+    state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")
+    act(state, "play:KH", "play:AH")
+    view = state.view(1)
+    rng = random.Random(12)
+    places = {card_id("KH"): set(), card_id("AH"): set()}
+    for _ in range(200):
+        deck = GAME.determinize(view, rng)._deck
+        for c, seen in places.items():
+            seen.add(deck.index(c))
+    assert [len(seen) for seen in places.values()] == [9, 9], places
