@@ -407,3 +407,18 @@ def test_known_cards_take_every_place_of_their_holders_nine():
         for c, seen in places.items():
             seen.add(deck.index(c))
     assert [len(seen) for seen in places.values()] == [9, 9], places
+
+
+def test_a_scored_run_card_he_played_then_could_not_beat_with_stays_known():
+    """JJ-5.9, JJ-6.3: seat 1 scores the run AC-KC-QC and leads the AC; later he follows seat
+    0's TC with the KC, which says he holds no higher club now. The AC is known twice over (a
+    scored card and a played one) and stays his: seat 0's view is still sampled, not refused."""
+    layout = dict(nd=("KS", "QS", "8S", "AH", "QH", "TC"), nd2=("8C", "JD", "9H"),
+                  dl=("AS", "TS", "9S", "AC", "KC", "QC"), dl2=("TH", "9D", "7C"), turn="7D", info="8D")
+    state = to_play(deal(**layout), "name:S", "pass")
+    assert state.public_view()["table"]["melds"]["dialogue"][-1]["sequences"][0]["cards"] == ["AC", "KC", "QC"]
+    act(state, "play:AC", "play:8C", "play:9D", "play:JD", "play:TC", "play:KC")
+    view = state.view(0)
+    rng = random.Random(0)
+    for _ in range(5):
+        assert GAME.determinize(view, rng).view(0) == view
