@@ -422,3 +422,15 @@ def test_a_scored_run_card_he_played_then_could_not_beat_with_stays_known():
     rng = random.Random(0)
     for _ in range(5):
         assert GAME.determinize(view, rng).view(0) == view
+
+
+def test_an_edited_dialogue_giving_the_opponent_too_many_known_cards_is_refused():
+    """Seat 0 has played the KS with "jo" (so he holds the QS, JJ-7.2); an edited dialogue that
+    has him also score the quartets of eights and sevens (JJ-5.9) pins ten cards on his nine:
+    InconsistentView, not some other error."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    view["table"]["melds"]["dialogue"][1] = {"seat": 0, "say": "scores", "quartets": ["8", "7"], "points": 200}
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
