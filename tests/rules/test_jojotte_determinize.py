@@ -434,3 +434,14 @@ def test_an_edited_dialogue_giving_the_opponent_too_many_known_cards_is_refused(
     view["table"]["melds"]["dialogue"][1] = {"seat": 0, "say": "scores", "quartets": ["8", "7"], "points": 200}
     with pytest.raises(InconsistentView):
         GAME.determinize(view, random.Random(0))
+
+
+def test_the_previous_deals_last_trick_keeps_its_announcement():
+    """JJ-7.2: before the new deal's first trick, ``last_trick`` is the previous deal's final
+    one; here its lead was announced ("jotte"), and every sample shows it so."""
+    views = (state.view(state.to_act()) for state in iter_states(GAME, 188) if state.to_act() >= 0)
+    view = next(v for v in views if not any(v["tricks_taken"]) and v["last_trick"]
+                and any(p.get("announce") for p in v["last_trick"]["plays"]))
+    rng = random.Random(0)
+    for _ in range(3):
+        assert GAME.determinize(view, rng).view(view["seat"]) == view
