@@ -445,3 +445,16 @@ def test_the_previous_deals_last_trick_keeps_its_announcement():
     rng = random.Random(0)
     for _ in range(3):
         assert GAME.determinize(view, rng).view(view["seat"]) == view
+
+
+def test_not_beating_a_king_says_nothing_of_the_lower_cards():
+    """JJ-6.3: seat 1 follows seat 0's KH (spades trump) with the 9H, so he holds neither the
+    AH nor the TH; the JH, lower than the king, stays open, and some samples give it to him."""
+    layout = dict(HEAD_DEAL, nd=("KH", "AS", "KS", "AD", "KD", "QD"))
+    state = to_play(deal(**layout), "accept", "pass")
+    act(state, "play:AC", "play:AS", "play:KH", "play:9H")
+    view = state.view(0)
+    rng = random.Random(8)
+    hands = [GAME.determinize(view, rng).zones()["hand1"] for _ in range(100)]
+    assert not any(h >> card_id(c) & 1 for h in hands for c in ("AH", "TH"))
+    assert any(h >> card_id("JH") & 1 for h in hands)
