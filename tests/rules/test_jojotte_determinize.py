@@ -458,3 +458,13 @@ def test_not_beating_a_king_says_nothing_of_the_lower_cards():
     hands = [GAME.determinize(view, rng).zones()["hand1"] for _ in range(100)]
     assert not any(h >> card_id(c) & 1 for h in hands for c in ("AH", "TH"))
     assert any(h >> card_id("JH") & 1 for h in hands)
+
+
+def test_a_jo_announcement_says_nothing_of_the_trump_jack():
+    """JJ-7.2: "jo" proves the queen of trumps only; after seat 0's KS with "jo" the JS, which
+    seat 1 has not seen, is not in every sample of seat 0's hand."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    rng = random.Random(6)
+    assert not all(_holds(GAME.determinize(view, rng), 0, ("JS",)) for _ in range(50))
