@@ -13,7 +13,7 @@ from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.errors import InconsistentView
 
 from .checks_jojotte import GAME, OPTION_SETS, act
-from .playout import iter_states
+from .playout import iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, PLAY_DEAL, deal, to_play
 
 PACK_MASK = sum(1 << c for c in PACK32)
@@ -83,6 +83,17 @@ def test_between_deals_the_match_context_is_rebuilt():
         sample = GAME.determinize(state.view(seat), random.Random(0))
         assert sample.view(seat) == state.view(seat)
         assert sample.result() == state.result() and sample.deal_results() == state.deal_results()
+
+
+def test_a_finished_match_is_rebuilt_over():
+    """JJ-10.5: after the last deal the view says the match is over and who won; the sample of
+    either seat is a finished match with the same winners, nobody to act."""
+    state = random_match(GAME, 5)
+    assert state.to_act() == TERMINAL
+    for seat in (0, 1):
+        sample = GAME.determinize(state.view(seat), random.Random(0))
+        assert sample.view(seat) == state.view(seat)
+        assert sample.to_act() == TERMINAL and sample.result() == state.result()
 
 
 def _chi2_critical(df: int, z: float = 3.29) -> float:
@@ -356,3 +367,104 @@ def test_an_edited_view_that_no_deal_fits_is_refused():
     view["table"]["melds"]["dialogue"][2] = {"seat": 1, "say": "length 5"}
     with pytest.raises(InconsistentView):
         GAME.determinize(view, random.Random(0))
+
+
+def test_an_edited_hand_leaving_too_few_cards_for_the_opponent_is_refused():
+    """A view whose hand claims 24 cards leaves six unseen ones for the opponent's nine
+    (JJ-2.3): InconsistentView, not some other error."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass")
+    view = state.view(1)
+    view["hand"] = [c for c in ("AS", "KS", "QS", "JS", "TS", "9S", "7S", "AH", "KH", "QH", "JH", "TH", "9H",
+                                "8H", "7H", "AD", "KD", "QD", "JD", "TD", "9D", "8D", "7D", "AC")]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
+def test_editing_the_view_afterwards_leaves_the_sample_alone():
+    """The sample shares no list or dict with the view it came from: a bot that edits the view
+    after sampling (deal results, the last deal's detail) does not change the sample."""
+    state = random_match(GAME, 5)
+    view = state.view(0)
+    sample = GAME.determinize(view, random.Random(0))
+    view["deal_results"][0]["pot"] += 1
+    view["deal_results"][0]["below"][0] += 1
+    view["table"]["last_deal"]["tricks"][0] += 1
+    assert sample.view(0) == state.view(0)
+
+
+def test_known_cards_take_every_place_of_their_holders_nine():
+    """JJ-2.3 (a uniformly random deck), JJ-2.4, JJ-2.6: after the second deal nothing public
+    says which of a player's nine cards came in which packet, so across samples the seat's own
+    KH and the opponent's played AH each take all nine deck places of their holder's hand."""
+    state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")
+    act(state, "play:KH", "play:AH")
+    view = state.view(1)
+    rng = random.Random(12)
+    places = {card_id("KH"): set(), card_id("AH"): set()}
+    for _ in range(200):
+        deck = GAME.determinize(view, rng)._deck
+        for c, seen in places.items():
+            seen.add(deck.index(c))
+    assert [len(seen) for seen in places.values()] == [9, 9], places
+
+
+def test_a_scored_run_card_he_played_then_could_not_beat_with_stays_known():
+    """JJ-5.9, JJ-6.3: seat 1 scores the run AC-KC-QC and leads the AC; later he follows seat
+    0's TC with the KC, which says he holds no higher club now. The AC is known twice over (a
+    scored card and a played one) and stays his: seat 0's view is still sampled, not refused."""
+    layout = dict(nd=("KS", "QS", "8S", "AH", "QH", "TC"), nd2=("8C", "JD", "9H"),
+                  dl=("AS", "TS", "9S", "AC", "KC", "QC"), dl2=("TH", "9D", "7C"), turn="7D", info="8D")
+    state = to_play(deal(**layout), "name:S", "pass")
+    assert state.public_view()["table"]["melds"]["dialogue"][-1]["sequences"][0]["cards"] == ["AC", "KC", "QC"]
+    act(state, "play:AC", "play:8C", "play:9D", "play:JD", "play:TC", "play:KC")
+    view = state.view(0)
+    rng = random.Random(0)
+    for _ in range(5):
+        assert GAME.determinize(view, rng).view(0) == view
+
+
+def test_an_edited_dialogue_giving_the_opponent_too_many_known_cards_is_refused():
+    """Seat 0 has played the KS with "jo" (so he holds the QS, JJ-7.2); an edited dialogue that
+    has him also score the quartets of eights and sevens (JJ-5.9) pins ten cards on his nine:
+    InconsistentView, not some other error."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    view["table"]["melds"]["dialogue"][1] = {"seat": 0, "say": "scores", "quartets": ["8", "7"], "points": 200}
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
+def test_the_previous_deals_last_trick_keeps_its_announcement():
+    """JJ-7.2: before the new deal's first trick, ``last_trick`` is the previous deal's final
+    one; here its lead was announced ("jotte"), and every sample shows it so."""
+    views = (state.view(state.to_act()) for state in iter_states(GAME, 188) if state.to_act() >= 0)
+    view = next(v for v in views if not any(v["tricks_taken"]) and v["last_trick"]
+                and any(p.get("announce") for p in v["last_trick"]["plays"]))
+    rng = random.Random(0)
+    for _ in range(3):
+        assert GAME.determinize(view, rng).view(view["seat"]) == view
+
+
+def test_not_beating_a_king_says_nothing_of_the_lower_cards():
+    """JJ-6.3: seat 1 follows seat 0's KH (spades trump) with the 9H, so he holds neither the
+    AH nor the TH; the JH, lower than the king, stays open, and some samples give it to him."""
+    layout = dict(HEAD_DEAL, nd=("KH", "AS", "KS", "AD", "KD", "QD"))
+    state = to_play(deal(**layout), "accept", "pass")
+    act(state, "play:AC", "play:AS", "play:KH", "play:9H")
+    view = state.view(0)
+    rng = random.Random(8)
+    hands = [GAME.determinize(view, rng).zones()["hand1"] for _ in range(100)]
+    assert not any(h >> card_id(c) & 1 for h in hands for c in ("AH", "TH"))
+    assert any(h >> card_id("JH") & 1 for h in hands)
+
+
+def test_a_jo_announcement_says_nothing_of_the_trump_jack():
+    """JJ-7.2: "jo" proves the queen of trumps only; after seat 0's KS with "jo" the JS, which
+    seat 1 has not seen, is not in every sample of seat 0's hand."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    rng = random.Random(6)
+    assert not all(_holds(GAME.determinize(view, rng), 0, ("JS",)) for _ in range(50))
