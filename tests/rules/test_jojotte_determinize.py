@@ -9,7 +9,7 @@ import random
 import pytest
 
 from engine_service.rules import CHANCE, TERMINAL
-from engine_service.rules.cards import PACK32, card_id
+from engine_service.rules.cards import PACK32, card_code, card_id
 from engine_service.rules.errors import InconsistentView
 
 from .checks_jojotte import GAME, OPTION_SETS, act
@@ -468,3 +468,20 @@ def test_a_jo_announcement_says_nothing_of_the_trump_jack():
     view = state.view(1)
     rng = random.Random(6)
     assert not all(_holds(GAME.determinize(view, rng), 0, ("JS",)) for _ in range(50))
+
+
+@pytest.mark.parametrize("bid, trump", [("name:H", "H"), ("accept", "D")])
+def test_a_jo_in_any_trump_suit_pins_that_suits_queen_and_no_other_card(bid, trump):
+    """JJ-7.2 in a trump suit other than spades: after seat 0 trumps seat 1's AC with the trump
+    king and "jo", every sample of seat 1 gives seat 0 that suit's queen, and no other card seat 1
+    has not seen is in every sample of seat 0's hand (the fact is the queen of the king's own
+    suit, whatever the suit's place in the pack)."""
+    state = to_play(deal(**JO_DEAL), bid, "pass")
+    act(state, "play:AC", f"play:K{trump}:jo")
+    view = state.view(1)
+    rng = random.Random(6)
+    samples = [GAME.determinize(view, rng) for _ in range(150)]
+    assert all(s.view(1) == view and _holds(s, 0, (f"Q{trump}",)) for s in samples)
+    seen = set(view["hand"]) | {"AC", f"K{trump}", f"Q{trump}"}
+    always = {c for c in ({card_code(i) for i in PACK32} - seen) if all(_holds(s, 0, (c,)) for s in samples)}
+    assert always == set()
