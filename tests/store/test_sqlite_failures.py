@@ -569,7 +569,7 @@ def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_resc
         assert isinstance(error, StoreError) and f"was {change} while the engine had it open" in str(error)
     assert [(e["event"], e["change"]) for e in logs if e["event"] == "db_file_moved"] == [("db_file_moved", change)]
     moved, = [e for e in logs if e["event"] == "db_file_moved"]
-    assert "put the rescued copy in place of the database" in moved["hint"]  # what the operator does
+    assert moved["db"] == str(path) and "put the rescued copy in place of the database" in moved["hint"]
     assert read == [1, 2]
     assert stat.S_IMODE(os.stat(rescued[0]).st_mode) == 0o600
     assert in_rescue == {"m1": ("waiting", ["", ""], [], [(1, "pass"), (2, "pass")]), "m2": None}
