@@ -992,3 +992,22 @@ def test_a_schema_script_is_split_into_whole_statements():
         "CREATE TABLE a (\n    x  -- one; two\n);", "CREATE TABLE b (y);"]
     with pytest.raises(ValueError, match="incomplete SQL statement"):
         sqlite_store._statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n")
+
+
+def test_a_read_queued_behind_an_open_that_fails_is_refused_as_the_store_closed(tmp_path):
+    """A read asked for while the store is still opening waits behind the open; when the open
+    fails (here: a file that is no database), the read finds no connection. It is refused
+    with a StoreError (UNAVAILABLE, counted in store_errors), not an AttributeError on a
+    connection that is None (INTERNAL)."""
+    path = tmp_path / "db.sqlite3"
+    path.write_bytes(b"not a database, " * 64)
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(path, metrics=metrics)
+        return await asyncio.gather(st.open(), st.load_match("m1"), return_exceptions=True)
+
+    opened, read = run(go())
+    assert isinstance(opened, NotADatabase)
+    assert isinstance(read, StoreError) and str(read) == "the store is closed"
+    assert metrics.value("cardgames_store_errors_total", {"operation": "load_match"}) == 1
