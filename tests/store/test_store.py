@@ -62,7 +62,7 @@ def test_round_trip_of_a_match(kind, make):
     async def go():
         st = make(kind)
         await st.open()
-        await st.create_match(replace(record(), spectator_delay_actions=7), [DECK0])
+        await st.create_match(replace(record(), spectators_allowed=True, spectator_delay_actions=7), [DECK0])
         await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0,
                                             join_hash="j1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
@@ -76,7 +76,7 @@ def test_round_trip_of_a_match(kind, make):
     got, listing = run(go())
     r = got.record
     assert (r.match_id, r.game, dict(r.options), r.first_dealer) == ("m1", "klaberjass", {"kl_target_score": 300}, 1)
-    assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, False, "table one", "active")
+    assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, True, "table one", "active")
     assert r.spectator_delay_actions == 7
     assert [(li.record, li.seq) for li in listing] == [(r, 2)]
     assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0, join_hash="j1")
