@@ -1011,3 +1011,38 @@ def test_a_read_queued_behind_an_open_that_fails_is_refused_as_the_store_closed(
     assert isinstance(opened, NotADatabase)
     assert isinstance(read, StoreError) and str(read) == "the store is closed"
     assert metrics.value("cardgames_store_errors_total", {"operation": "load_match"}) == 1
+
+
+def test_a_deleted_wal_that_cannot_be_made_again_fails_the_write_and_says_why(tmp_path):
+    """The WAL deleted under an open store, and SQLite refusing to leave WAL mode and enter it
+    again (here SQLITE_AUTH from an authorizer; a busy reader or a full volume alike): the
+    batch just committed may be lost in a crash, so its write is answered with an error
+    naming SQLite's reason (which the session layer reads back) and ``db_wal_lost`` is logged
+    with it. Once SQLite lets it, the next commit makes the WAL again."""
+    path = tmp_path / "db.sqlite3"
+
+    def refuse_journal_mode(action, arg1, *_):
+        return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_PRAGMA and arg1 == "journal_mode" else sqlite3.SQLITE_OK
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        os.remove(f"{path}-wal")
+        os.remove(f"{path}-shm")
+        await st._run(lambda: st._conn.set_authorizer(refuse_journal_mode))
+        with capture_logs() as logs:
+            refused = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")),
+                                           return_exceptions=True)
+        await st._run(lambda: st._conn.set_authorizer(None))
+        with capture_logs() as again:
+            await st.append_action("m1", ActionRecord(2, 1, "pass"))
+        await st.close()
+        return refused[0], logs, [e["event"] for e in again]
+
+    refused, logs, again = run(go())
+    assert isinstance(refused, StoreError) and "was deleted and cannot be made again" in str(refused)
+    assert "(SQLITE_AUTH)" in str(refused)
+    lost, = [e for e in logs if e["event"] == "db_wal_lost"]
+    assert lost["db"] == str(path) and "(SQLITE_AUTH)" in lost["error"]
+    assert again == ["db_wal_made_again"]
