@@ -770,6 +770,8 @@ def test_unknown_and_duplicate_matches(kind, make):
                 await st.append_action("nope", ActionRecord(seq, 0, "pass"))
         with pytest.raises(UnknownMatch, match="no match 'nope'"):
             await st.set_status("nope", "active")
+        with pytest.raises(UnknownMatch, match="no match 'nope'"):
+            await st.start_match("nope")
         with pytest.raises(UnknownMatch, match="match 'nope'"):  # PostgreSQL: "no seat 0 in match"
             await st.save_seat("nope", SeatRecord(seat=0))
         await st.close()
