@@ -1822,6 +1822,7 @@ def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
         await st.open()
         await st.create_match(record())
         await st.open()
+        assert len(writers()) == len(before) + 1  # one writer thread, named so in a thread dump
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
         await st.close()
         assert writers() == before
