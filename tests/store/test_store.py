@@ -1806,6 +1806,34 @@ def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_closing_a_sqlite_store_waits_for_the_work_queued_before_it(tmp_path):
+    """close() returns once the writer thread has done every job queued before the close and
+    ended: not while a job asked for during the close is still running on the store's thread
+    (the writer outliving the store that owns it)."""
+    done = []
+
+    def slow():
+        threading.Event().wait(0.3)  # widens the window a close that does not wait would leave
+        done.append(True)
+
+    def writers():
+        return [t for t in threading.enumerate() if t.name == "sqlite-store"]
+
+    async def go():
+        before = writers()  # (a crashed store's of an earlier test)
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        closing = asyncio.ensure_future(st.close())
+        await asyncio.sleep(0)  # the close's job is queued first
+        late = asyncio.ensure_future(st._run(slow))
+        await closing
+        finished, left = list(done), writers() == before
+        await asyncio.gather(late, return_exceptions=True)
+        return finished, left
+
+    assert run(go()) == ([True], True)
+
+
 def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
     """A second open() of the same store is a no-op: not a second writer thread (left
     waiting for ever once the store closes), nor a second Store.on_held."""
