@@ -1046,3 +1046,11 @@ def test_a_deleted_wal_that_cannot_be_made_again_fails_the_write_and_says_why(tm
     lost, = [e for e in logs if e["event"] == "db_wal_lost"]
     assert lost["db"] == str(path) and "(SQLITE_AUTH)" in lost["error"]
     assert again == ["db_wal_made_again"]
+
+
+def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
+    """A path naming a directory (a volume mounted where the file was expected) is refused
+    saying so, not as some other kind of file, and nothing is made in it."""
+    with pytest.raises(NotADatabase, match="is a directory, not a SQLite database"):
+        run(SqliteStore(tmp_path).open())
+    assert list(tmp_path.iterdir()) == []
