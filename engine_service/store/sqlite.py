@@ -290,9 +290,9 @@ class SqliteStore(Store):
         self._jobs.put(_Job(fn, write, future, loop))
         return await future
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the store thread (reads and administration)."""
-        return await self._submit(lambda: fn(*args))
+    async def _run(self, fn: Callable[[], T]) -> T:
+        """Run ``fn()`` on the store thread (reads and administration)."""
+        return await self._submit(fn)
 
     async def _write(self, operation: str, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` inside a committed transaction; the latency measured is what the

@@ -568,11 +568,13 @@ def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_resc
     for error in refused:
         assert isinstance(error, StoreError) and f"was {change} while the engine had it open" in str(error)
     assert [(e["event"], e["change"]) for e in logs if e["event"] == "db_file_moved"] == [("db_file_moved", change)]
+    moved, = [e for e in logs if e["event"] == "db_file_moved"]
+    assert moved["db"] == str(path) and "put the rescued copy in place of the database" in moved["hint"]
     assert read == [1, 2]
     assert stat.S_IMODE(os.stat(rescued[0]).st_mode) == 0o600
     assert in_rescue == {"m1": ("waiting", ["", ""], [], [(1, "pass"), (2, "pass")]), "m2": None}
     if change == "deleted":
-        assert at_path is None and "db.sqlite3-wal" not in left
+        assert at_path is None and "db.sqlite3-wal" not in left and "db.sqlite3-shm" not in left
     else:  # the file put in its place, as it was: no frame of the engine's WAL replayed onto it
         assert at_path == {"m1": ("waiting", ["", ""], [], [(1, "pass")])}
 
@@ -673,17 +675,18 @@ def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(
         await st.open()
         await st.create_match(record("m1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        os.link(f"{path}-wal", tmp_path / "held")  # its inode number is not reused by the new WAL
         os.remove(f"{path}-wal")
         os.remove(f"{path}-shm")
-        with capture_logs() as logs:
+        with capture_logs() as logs:  # made again once, not at every commit after
             await st.append_action("m1", ActionRecord(2, 1, "pass"))
             await st.append_action("m1", ActionRecord(3, 0, "take"))
         crashed = _copy_as_a_crash_leaves_it(path, tmp_path / "crashed")
         crash(st)
-        return [e["event"] for e in logs], os.path.exists(f"{path}-wal"), await stored(crashed, "m1")
+        return [(e["event"], e["db"]) for e in logs], os.path.exists(f"{path}-wal"), await stored(crashed, "m1")
 
     events, wal_back, after_crash = run(go())
-    assert events == ["db_wal_made_again"] and wal_back
+    assert events == [("db_wal_made_again", str(opened))] and wal_back
     assert after_crash["m1"][3] == [(1, "pass"), (2, "pass"), (3, "take")]
 
 
@@ -989,3 +992,65 @@ def test_a_schema_script_is_split_into_whole_statements():
         "CREATE TABLE a (\n    x  -- one; two\n);", "CREATE TABLE b (y);"]
     with pytest.raises(ValueError, match="incomplete SQL statement"):
         sqlite_store._statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n")
+
+
+def test_a_read_queued_behind_an_open_that_fails_is_refused_as_the_store_closed(tmp_path):
+    """A read asked for while the store is still opening waits behind the open; when the open
+    fails (here: a file that is no database), the read finds no connection. It is refused
+    with a StoreError (UNAVAILABLE, counted in store_errors), not an AttributeError on a
+    connection that is None (INTERNAL)."""
+    path = tmp_path / "db.sqlite3"
+    path.write_bytes(b"not a database, " * 64)
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(path, metrics=metrics)
+        return await asyncio.gather(st.open(), st.load_match("m1"), return_exceptions=True)
+
+    opened, read = run(go())
+    assert isinstance(opened, NotADatabase)
+    assert isinstance(read, StoreError) and str(read) == "the store is closed"
+    assert metrics.value("cardgames_store_errors_total", {"operation": "load_match"}) == 1
+
+
+def test_a_deleted_wal_that_cannot_be_made_again_fails_the_write_and_says_why(tmp_path):
+    """The WAL deleted under an open store, and SQLite refusing to leave WAL mode and enter it
+    again (here SQLITE_AUTH from an authorizer; a busy reader or a full volume alike): the
+    batch just committed may be lost in a crash, so its write is answered with an error
+    naming SQLite's reason (which the session layer reads back) and ``db_wal_lost`` is logged
+    with it. Once SQLite lets it, the next commit makes the WAL again."""
+    path = tmp_path / "db.sqlite3"
+
+    def refuse_journal_mode(action, arg1, *_):
+        return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_PRAGMA and arg1 == "journal_mode" else sqlite3.SQLITE_OK
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        os.remove(f"{path}-wal")
+        os.remove(f"{path}-shm")
+        await st._run(lambda: st._conn.set_authorizer(refuse_journal_mode))
+        with capture_logs() as logs:
+            refused = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")),
+                                           return_exceptions=True)
+        await st._run(lambda: st._conn.set_authorizer(None))
+        with capture_logs() as again:
+            await st.append_action("m1", ActionRecord(2, 1, "pass"))
+        await st.close()
+        return refused[0], logs, [e["event"] for e in again]
+
+    refused, logs, again = run(go())
+    assert isinstance(refused, StoreError) and "was deleted and cannot be made again" in str(refused)
+    assert "(SQLITE_AUTH)" in str(refused)
+    lost, = [e for e in logs if e["event"] == "db_wal_lost"]
+    assert lost["db"] == str(path) and "(SQLITE_AUTH)" in lost["error"]
+    assert again == ["db_wal_made_again"]
+
+
+def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
+    """A path naming a directory (a volume mounted where the file was expected) is refused
+    saying so, not as some other kind of file, and nothing is made in it."""
+    with pytest.raises(NotADatabase, match="is a directory, not a SQLite database"):
+        run(SqliteStore(tmp_path).open())
+    assert list(tmp_path.iterdir()) == []

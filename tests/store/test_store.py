@@ -62,7 +62,7 @@ def test_round_trip_of_a_match(kind, make):
     async def go():
         st = make(kind)
         await st.open()
-        await st.create_match(replace(record(), spectator_delay_actions=7), [DECK0])
+        await st.create_match(replace(record(), spectators_allowed=True, spectator_delay_actions=7), [DECK0])
         await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0,
                                             join_hash="j1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
@@ -76,7 +76,7 @@ def test_round_trip_of_a_match(kind, make):
     got, listing = run(go())
     r = got.record
     assert (r.match_id, r.game, dict(r.options), r.first_dealer) == ("m1", "klaberjass", {"kl_target_score": 300}, 1)
-    assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, False, "table one", "active")
+    assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, True, "table one", "active")
     assert r.spectator_delay_actions == 7
     assert [(li.record, li.seq) for li in listing] == [(r, 2)]
     assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0, join_hash="j1")
@@ -770,6 +770,8 @@ def test_unknown_and_duplicate_matches(kind, make):
                 await st.append_action("nope", ActionRecord(seq, 0, "pass"))
         with pytest.raises(UnknownMatch, match="no match 'nope'"):
             await st.set_status("nope", "active")
+        with pytest.raises(UnknownMatch, match="no match 'nope'"):
+            await st.start_match("nope")
         with pytest.raises(UnknownMatch, match="match 'nope'"):  # PostgreSQL: "no seat 0 in match"
             await st.save_seat("nope", SeatRecord(seat=0))
         await st.close()
@@ -1804,6 +1806,34 @@ def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_closing_a_sqlite_store_waits_for_the_work_queued_before_it(tmp_path):
+    """close() returns once the writer thread has done every job queued before the close and
+    ended: not while a job asked for during the close is still running on the store's thread
+    (the writer outliving the store that owns it)."""
+    done = []
+
+    def slow():
+        threading.Event().wait(0.3)  # widens the window a close that does not wait would leave
+        done.append(True)
+
+    def writers():
+        return [t for t in threading.enumerate() if t.name == "sqlite-store"]
+
+    async def go():
+        before = writers()  # (a crashed store's of an earlier test)
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        closing = asyncio.ensure_future(st.close())
+        await asyncio.sleep(0)  # the close's job is queued first
+        late = asyncio.ensure_future(st._run(slow))
+        await closing
+        finished, left = list(done), writers() == before
+        await asyncio.gather(late, return_exceptions=True)
+        return finished, left
+
+    assert run(go()) == ([True], True)
+
+
 def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
     """A second open() of the same store is a no-op: not a second writer thread (left
     waiting for ever once the store closes), nor a second Store.on_held."""
@@ -1820,6 +1850,7 @@ def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
         await st.open()
         await st.create_match(record())
         await st.open()
+        assert len(writers()) == len(before) + 1  # one writer thread, named so in a thread dump
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
         await st.close()
         assert writers() == before
