@@ -856,6 +856,20 @@ def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
     run(with_host(body, workers=1))
 
 
+def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
+    """A worker lost to a crash hands its place to a spare set aside ready (pool.SPARES), not
+    to a worker forked after the decision: capacity is back at once, and the spare lives on."""
+    async def body(host):
+        spares = list(host._pool._spares)
+        assert len(spares) == 2
+        assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).failure == "crash"
+        (in_rotation,) = host.worker_pids()
+        assert in_rotation in {spare.pid for spare in spares} and host._pool._idle.qsize() == 1
+        assert all(spare.alive() for spare in spares)
+
+    run(with_host(body, workers=1))
+
+
 def _zombie(pid: int) -> bool:
     """Whether ``pid`` has ended and waits to be reaped (its pid still taken)."""
     try:
