@@ -991,6 +991,15 @@ def test_listing_pages_after_a_cursor(kind, make):
     assert before == after_create == ["m12", "m11", "m10", "m09"]
 
 
+def _open_refused(path, error, **raises):
+    """Open a SQLite store on ``path``, which must be refused with ``error``; its ExceptionInfo."""
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(error, **raises) as info:
+        run(go())
+    return info
+
+
 def _open_close(path, **kw):
     async def go():
         st = SqliteStore(path, **kw)
@@ -1462,10 +1471,7 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
     path = tmp_path / "garbage.sqlite3"
     path.write_bytes(content)
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase) as info:
-        run(go())
+    info = _open_refused(path, NotADatabase)
     assert str(path) in str(info.value) and "not a SQLite database" in str(info.value)
     assert path.read_bytes() == content  # untouched
     # and nothing made beside it: the lock file (garbage.sqlite3.lock) stayed
@@ -1496,10 +1502,7 @@ def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(t
     conn.close()
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     assert says in str(info.value) and "restore the latest backup" in str(info.value)
     assert path.read_bytes() == before
 
@@ -1517,10 +1520,7 @@ def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused
     conn.close()
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase) as info:
-        run(go())
+    info = _open_refused(path, NotADatabase)
     assert str(info.value) == (f"{path} is not a usable SQLite database "
                                "(there is already a table named matches_by_creation)")
     assert path.read_bytes() == before
@@ -1569,10 +1569,7 @@ def test_another_applications_sqlite_file_is_refused(tmp_path):
     conn.commit()
     conn.close()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase, match="another application"):
-        run(go())
+    _open_refused(path, NotADatabase, match="another application")
 
 
 def test_a_copy_made_with_dump_is_refused_saying_so_not_as_another_applications(tmp_path):
@@ -1646,10 +1643,7 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     overwrite_page(path, 3)
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     message = str(info.value)
     assert str(path) in message and "is corrupt" in message and "Page 3" in message, message
     assert isinstance(info.value, NotADatabase)
@@ -1666,10 +1660,7 @@ def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tm
         overwrite_page(path, page)
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     assert str(info.value).startswith(
         f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it")
     assert path.read_bytes() == before
@@ -1688,10 +1679,7 @@ def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(t
     conn.close()
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     assert str(info.value).startswith(
         f"{path} is corrupt (SQLite PRAGMA quick_check: no such collation sequence: their_order)")
     assert path.read_bytes() == before
@@ -1708,10 +1696,7 @@ def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path
         f.truncate(4096 + 100)
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     message = str(info.value)
     assert str(path) in message and "is corrupt" in message and "restore the latest backup" in message, message
     assert "SQLITE_CORRUPT" in message and "not a SQLite database" not in message
@@ -1774,10 +1759,7 @@ def test_a_directory_is_refused_as_no_database_and_left_alone(tmp_path):
     path = tmp_path / "cards.sqlite3"
     path.mkdir()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase, match="is a directory") as info:
-        run(go())
+    info = _open_refused(path, NotADatabase, match="is a directory")
     assert str(path) in str(info.value)
     assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"] and list(path.iterdir()) == []
 
@@ -1890,10 +1872,7 @@ def test_a_database_of_ours_without_a_schema_version_is_refused_unchanged(tmp_pa
     conn.close()
     before = path.read_bytes()
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase, match="has no schema version") as info:
-        run(go())
+    info = _open_refused(path, NotADatabase, match="has no schema version")
     assert str(path) in str(info.value)
     assert path.read_bytes() == before
 
@@ -1907,10 +1886,7 @@ def test_a_corrupt_database_report_quotes_its_first_problems_and_counts_the_rest
     for page in pages:  # roots of the matches table's indexes
         overwrite_page(path, page)
 
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(CorruptDatabase) as info:
-        run(go())
+    info = _open_refused(path, CorruptDatabase)
     quoted = "; ".join(f"Page {n}: btreeInitPage() returns error code 11" for n in sorted(pages, reverse=True)[:3])
     assert f"(SQLite PRAGMA quick_check: {quoted}{more}); refusing" in str(info.value), str(info.value)
 
