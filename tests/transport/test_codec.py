@@ -347,6 +347,7 @@ def test_trick_plays_carry_their_structured_fields():
     assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
     cardless = codec.trick_play_message({"seat": 2})  # an entry without a card code has no Card
     assert cardless.seat == 2 and not cardless.HasField("card")
+    assert codec.trick_play_message({"card": "AS"}).seat == 0  # an entry without a seat: int32's default
 
 
 def test_trick_history_from_a_log_keeps_modes_and_announcements():
