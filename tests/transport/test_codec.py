@@ -754,3 +754,34 @@ def test_complete_tricks_carry_the_rules_card_points():
                     checked += 1
         if game.id in running:
             assert checked > 50, game.id
+
+
+def test_a_view_without_a_commitment_has_no_commitment_field():
+    """View.deal_commitment (match.proto) is empty for a deal not dealt: no field is written,
+    so the bytes are protobuf's own, alone and with the state's ``encodings``."""
+    for scope in (None, {}):
+        data = codec.view_bytes(api.ViewEnvelope("m", 1, "active", {"phase": "play"}, encodings=scope))
+        assert data == m.View.FromString(data).SerializeToString()
+        with_it = codec.view_bytes(api.ViewEnvelope("m", 1, "active", {"phase": "play"}, deal_commitment="ab",
+                                                    encodings=scope))
+        assert m.View.FromString(with_it).deal_commitment == "ab"
+
+
+def test_audiences_whose_tables_differ_get_their_own_trick_history():
+    """The trick history of an audience (match.proto View.trick_history) comes from its own
+    table's ``tricks`` or ``deal_actions``, also where the audiences of one state share every
+    other object the history is read from (the scoped encodings key it by all of them)."""
+    sizes, taken = [1, 1], [1, 0]
+
+    def trick(a, b):
+        return {"tricks": [{"plays": [{"seat": 0, "card": a}, {"seat": 1, "card": b}], "winner": 0}]}
+
+    def log(a, b):
+        return {"deal_actions": [{"seat": 0, "action": f"play:{a}"}, {"seat": 1, "action": f"play:{b}", "winner": 0}]}
+
+    for table_of in (trick, log):
+        scope: dict = {}
+        for cards in (["AS", "KS"], ["7H", "8H"]):
+            view = {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "table": table_of(*cards)}
+            shared = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
+            assert [[p.card.code for p in t.plays] for t in shared.trick_history] == [cards]
