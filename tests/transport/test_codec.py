@@ -785,3 +785,14 @@ def test_audiences_whose_tables_differ_get_their_own_trick_history():
             view = {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "table": table_of(*cards)}
             shared = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
             assert [[p.card.code for p in t.plays] for t in shared.trick_history] == [cards]
+
+
+def test_audiences_whose_scores_differ_get_their_own_scores():
+    """Scores (match.proto View.scores) come from the audience's own totals and deal results,
+    also where the audiences of one state share the objects the trick history is read from."""
+    sizes, taken, scope = [1, 1], [1, 0], {}
+    for totals, results in (([10, 0], [{"points": [10, 0]}]), ([0, 20], [{"points": [0, 20]}])):
+        view = {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "totals": totals, "deal_results": results}
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
+        assert list(msg.scores.totals[0].values) == totals
+        assert list(msg.scores.deal_results[0]["points"]) == results[0]["points"]

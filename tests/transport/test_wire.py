@@ -348,7 +348,7 @@ def test_the_shared_memo_stays_where_audiences_share(monkeypatch):
     hits are counted, so it is never bypassed."""
     monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
     monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
-    monkeypatch.setitem(codec._SHARED_STATS, "test_shared_kept", [0, 0])
+    monkeypatch.setattr(codec, "_SHARED_STATS", {})  # a game's window starts at [0 lookups, 0 hits]
     looked_up = []
 
     class Counting(collections.OrderedDict):
