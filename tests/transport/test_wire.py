@@ -363,6 +363,26 @@ def test_the_shared_memo_stays_where_audiences_share(monkeypatch):
     assert len(looked_up) == 20 and codec._SHARED_STATS["test_shared_kept"] == [20, 19]
 
 
+def test_the_shared_memo_steps_aside_below_one_hit_in_eight_lookups(monkeypatch):
+    """Past the probe window, the memo is bypassed where its hits are fewer than one in eight
+    lookups (16 hits of 128 keep it, 16 of 129 do not)."""
+    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
+    looked_up = []
+
+    class Counting(collections.OrderedDict):
+        def get(self, key, default=None):
+            looked_up.append(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(codec, "_SHARED", Counting())
+    for lookups, kept in ((127, True), (128, False)):  # counting this one: 128 and 129
+        monkeypatch.setattr(codec, "_SHARED_STATS", {"test_ratio": [lookups, 16]})
+        looked_up.clear()
+        v = {"game": "test_ratio", "phase": "play", "hand_sizes": [1, 1], "table": {"i": lookups}}
+        assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
+        assert len(looked_up) == kept, lookups
+
+
 def _around(*bounds):
     # wide enough that each piece, nested up to three deep (their lengths growing with it), hits it
     return sorted({n for b in bounds for n in range(b - 16, b + 3) if n >= 0})
