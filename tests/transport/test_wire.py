@@ -365,7 +365,7 @@ def test_the_shared_memo_stays_where_audiences_share(monkeypatch):
 
 def test_the_shared_memo_steps_aside_below_one_hit_in_eight_lookups(monkeypatch):
     """Past the probe window, the memo is bypassed where its hits are fewer than one in eight
-    lookups (16 hits of 128 keep it, 16 of 129 do not)."""
+    lookups (16 hits of 128 keep it, 16 of 129 do not); the next window counts from nothing."""
     monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
     looked_up = []
 
@@ -381,6 +381,11 @@ def test_the_shared_memo_steps_aside_below_one_hit_in_eight_lookups(monkeypatch)
         v = {"game": "test_ratio", "phase": "play", "hand_sizes": [1, 1], "table": {"i": lookups}}
         assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
         assert len(looked_up) == kept, lookups
+    # a window past the bypass starts again from nothing: the hits of the last one are gone
+    monkeypatch.setattr(codec, "_SHARED_STATS", {"test_ratio": [codec._SHARED_BYPASS, 1]})
+    v = {"game": "test_ratio", "phase": "play", "hand_sizes": [1, 1], "table": {"i": -1}}
+    assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
+    assert codec._SHARED_STATS["test_ratio"] == [0, 0]
 
 
 def _around(*bounds):
