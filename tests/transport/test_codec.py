@@ -347,6 +347,7 @@ def test_trick_plays_carry_their_structured_fields():
     assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
     cardless = codec.trick_play_message({"seat": 2})  # an entry without a card code has no Card
     assert cardless.seat == 2 and not cardless.HasField("card")
+    assert codec.trick_play_message({"card": "AS"}).seat == 0  # an entry without a seat: int32's default
 
 
 def test_trick_history_from_a_log_keeps_modes_and_announcements():
@@ -753,3 +754,45 @@ def test_complete_tricks_carry_the_rules_card_points():
                     checked += 1
         if game.id in running:
             assert checked > 50, game.id
+
+
+def test_a_view_without_a_commitment_has_no_commitment_field():
+    """View.deal_commitment (match.proto) is empty for a deal not dealt: no field is written,
+    so the bytes are protobuf's own, alone and with the state's ``encodings``."""
+    for scope in (None, {}):
+        data = codec.view_bytes(api.ViewEnvelope("m", 1, "active", {"phase": "play"}, encodings=scope))
+        assert data == m.View.FromString(data).SerializeToString()
+        with_it = codec.view_bytes(api.ViewEnvelope("m", 1, "active", {"phase": "play"}, deal_commitment="ab",
+                                                    encodings=scope))
+        assert m.View.FromString(with_it).deal_commitment == "ab"
+
+
+def test_audiences_whose_tables_differ_get_their_own_trick_history():
+    """The trick history of an audience (match.proto View.trick_history) comes from its own
+    table's ``tricks`` or ``deal_actions``, also where the audiences of one state share every
+    other object the history is read from (the scoped encodings key it by all of them)."""
+    sizes, taken = [1, 1], [1, 0]
+
+    def trick(a, b):
+        return {"tricks": [{"plays": [{"seat": 0, "card": a}, {"seat": 1, "card": b}], "winner": 0}]}
+
+    def log(a, b):
+        return {"deal_actions": [{"seat": 0, "action": f"play:{a}"}, {"seat": 1, "action": f"play:{b}", "winner": 0}]}
+
+    for table_of in (trick, log):
+        scope: dict = {}
+        for cards in (["AS", "KS"], ["7H", "8H"]):
+            view = {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "table": table_of(*cards)}
+            shared = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
+            assert [[p.card.code for p in t.plays] for t in shared.trick_history] == [cards]
+
+
+def test_audiences_whose_scores_differ_get_their_own_scores():
+    """Scores (match.proto View.scores) come from the audience's own totals and deal results,
+    also where the audiences of one state share the objects the trick history is read from."""
+    sizes, taken, scope = [1, 1], [1, 0], {}
+    for totals, results in (([10, 0], [{"points": [10, 0]}]), ([0, 20], [{"points": [0, 20]}])):
+        view = {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "totals": totals, "deal_results": results}
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
+        assert list(msg.scores.totals[0].values) == totals
+        assert list(msg.scores.deal_results[0]["points"]) == results[0]["points"]

@@ -343,6 +343,51 @@ def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
     assert codec._SHARED_STATS["test_bypass"] == [8, 0]
 
 
+def test_the_shared_memo_stays_where_audiences_share(monkeypatch):
+    """A game whose audiences share these fields keeps the memo past every probe window: its
+    hits are counted, so it is never bypassed."""
+    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
+    monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
+    monkeypatch.setattr(codec, "_SHARED_STATS", {})  # a game's window starts at [0 lookups, 0 hits]
+    looked_up = []
+
+    class Counting(collections.OrderedDict):
+        def get(self, key, default=None):
+            looked_up.append(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(codec, "_SHARED", Counting())
+    for i in range(20):
+        v = {"game": "test_shared_kept", "phase": "play", "hand": ["AS"], "hand_sizes": [1, 1], "table": {"i": 0}}
+        assert codec.view_message(_env(v, i % 2)) == reference_view(_env(v, i % 2))
+    assert len(looked_up) == 20 and codec._SHARED_STATS["test_shared_kept"] == [20, 19]
+
+
+def test_the_shared_memo_steps_aside_below_one_hit_in_eight_lookups(monkeypatch):
+    """Past the probe window, the memo is bypassed where its hits are fewer than one in eight
+    lookups (16 hits of 128 keep it, 16 of 129 do not); the next window counts from nothing."""
+    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
+    looked_up = []
+
+    class Counting(collections.OrderedDict):
+        def get(self, key, default=None):
+            looked_up.append(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(codec, "_SHARED", Counting())
+    for lookups, kept in ((127, True), (128, False)):  # counting this one: 128 and 129
+        monkeypatch.setattr(codec, "_SHARED_STATS", {"test_ratio": [lookups, 16]})
+        looked_up.clear()
+        v = {"game": "test_ratio", "phase": "play", "hand_sizes": [1, 1], "table": {"i": lookups}}
+        assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
+        assert len(looked_up) == kept, lookups
+    # a window past the bypass starts again from nothing: the hits of the last one are gone
+    monkeypatch.setattr(codec, "_SHARED_STATS", {"test_ratio": [codec._SHARED_BYPASS, 1]})
+    v = {"game": "test_ratio", "phase": "play", "hand_sizes": [1, 1], "table": {"i": -1}}
+    assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
+    assert codec._SHARED_STATS["test_ratio"] == [0, 0]
+
+
 def _around(*bounds):
     # wide enough that each piece, nested up to three deep (their lengths growing with it), hits it
     return sorted({n for b in bounds for n in range(b - 16, b + 3) if n >= 0})
