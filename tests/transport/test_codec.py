@@ -107,6 +107,7 @@ def test_option_values_keep_their_json_type():
     with pytest.raises(api.BadRequest) as err:
         codec.options_from_message(req.options)
     assert err.value.metadata == {"option": "d"}
+    assert (err.value.reason, err.value.message) == ("BAD_OPTION_VALUE", "option 'd' has no value")  # docs/api.md
 
 
 def test_option_spec_message():
@@ -369,8 +370,9 @@ def test_jsonable_refuses_what_json_cannot_hold():
     assert codec.jsonable({1: (1, 2), "s": {3, 1}}) == {"1": [1, 2], "s": [1, 3]}
     assert list({10, 2}) == [10, 2]  # a set's own order is not sorted: the sorting is jsonable's
     assert codec.jsonable([{10, 2}, frozenset({33, 1})]) == [[2, 10], [1, 33]]
-    with pytest.raises(ValueError):
-        codec.jsonable({"x": float("nan")})
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match=f"non-finite number in a view: {bad!r}"):
+            codec.jsonable({"x": bad})
     with pytest.raises(TypeError, match="not a JSON value: object"):
         codec.jsonable({"x": object()})
 
