@@ -264,6 +264,8 @@ def test_view_message_copies_the_common_keys():
     assert msg.scores.deal_results[0]["trump"] == "S"
     assert msg.table["bids"]["1"] == 2
     assert msg.deadline.seconds == 1700000000 and msg.deadline.nanos == 250_000_000
+    late = codec.view_message(api.ViewEnvelope("m1", 42, "active", view, deadline=1.9999999999))
+    assert (late.deadline.seconds, late.deadline.nanos) == (1, 999_999_999)  # never 1e9 (timestamp.proto)
     jj = dict(view, totals={"below": [10, 0], "above": [0, 300], "games_won": [1, 0]})
     msg = codec.view_message(api.ViewEnvelope("m", 0, "active", jj))
     assert [r.name for r in msg.scores.totals] == ["below", "above", "games_won"]
