@@ -784,6 +784,18 @@ def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to
     run(go())
 
 
+def test_a_bot_name_sent_with_an_open_seat_names_no_bot():
+    """A bot name belongs to a bot seat only: sent with an open seat (a player's) it is
+    ignored, so the seat does not claim a bot that nobody asked to play it."""
+    async def go():
+        async with manager(host=_OneBotHost()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(
+                game=GAME, seats=[SeatConfig("open", "dummy"), SeatConfig("bot", "dummy")]))
+            return (await mgr.get_match(s.match_id)).seats
+
+    assert [(s.kind, s.bot) for s in run(go())] == [("open", ""), ("bot", "dummy")]
+
+
 class _ThinkingBotHost(_OneBotHost):
     """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
 
