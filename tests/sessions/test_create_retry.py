@@ -368,3 +368,20 @@ def test_the_retry_of_a_creation_held_in_memory_is_answered_without_the_store():
 
     first, retried = run(go())
     assert retried.match_id == first.match_id and retried.status == "waiting"
+
+
+def test_a_retry_that_spells_the_same_request_otherwise_gets_the_match():
+    """The digest is of what the request asks, not of how it was spelled: options in another
+    order, or a whole turn time sent as an integer, are the same request (a client may
+    rebuild its request for the retry); the retry gets the match."""
+    async def go():
+        async with manager() as mgr:
+            key = create_id()
+            first = await mgr.create_match(req(key, options={"kl_target_score": 300, "kl_schmeiss": True},
+                                               turn_time_s=20.0))
+            again = await mgr.create_match(req(key, options={"kl_schmeiss": True, "kl_target_score": 300},
+                                               turn_time_s=20))
+            return first, again, list(mgr.match_ids())
+
+    first, again, held = run(go())
+    assert again.match_id == first.match_id and held == [first.match_id]
