@@ -115,6 +115,16 @@ def test_the_digest_covers_every_field_but_the_id(change):
     assert request_digest(replace(req(), **change)) != request_digest(req())
 
 
+def test_the_digest_names_a_seat_s_bot_for_a_bot_seat_only():
+    """A bot seat's bot is part of the request; a bot name sent with an open seat is not
+    (the match ignores it), so it does not make the retry another request."""
+    def digest(*seats):
+        return request_digest(req(seats=seats))
+
+    assert digest(SeatConfig(), SeatConfig("bot", "random")) != digest(SeatConfig(), SeatConfig("bot", "dummy"))
+    assert digest(SeatConfig("open", "x"), SeatConfig("bot", "random")) == digest(SeatConfig(), SeatConfig("bot", "random"))
+
+
 def test_the_same_id_with_another_request_is_refused():
     """ALREADY_EXISTS / CLIENT_CREATE_ID_IN_USE with a message that says only that (not the
     match's id); nothing is created, and the first request's retry still gets its match."""
