@@ -125,6 +125,19 @@ def test_the_digest_names_a_seat_s_bot_for_a_bot_seat_only():
     assert digest(SeatConfig("open", "x"), SeatConfig("bot", "random")) == digest(SeatConfig(), SeatConfig("bot", "random"))
 
 
+def test_the_digest_covers_the_decks_cards():
+    assert request_digest(req(decks=(("7H",),))) != request_digest(req(decks=(("8H",),)))
+
+
+def test_the_digest_of_a_request_is_the_same_in_every_release():
+    """The digest is stored with the match (docs/operations.md, schema 7) and compared with a
+    retry's after a restart, possibly into a newer release: its canonical text (sorted keys,
+    no blanks, UTF-8 not escaped) must not change, or a retry across an upgrade is refused."""
+    request = req(name="Café", options={"kl_target_score": 300}, seats=(SeatConfig(), SeatConfig("bot", "random")),
+                  turn_time_s=20, decks=(("7H", "8H"),), first_dealer=1)
+    assert request_digest(request) == "6c7445fba558730d555779522490678b1a7f97124bb78068497b09388c25982e"
+
+
 def test_the_same_id_with_another_request_is_refused():
     """ALREADY_EXISTS / CLIENT_CREATE_ID_IN_USE with a message that says only that (not the
     match's id); nothing is created, and the first request's retry still gets its match."""
