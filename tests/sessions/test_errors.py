@@ -796,6 +796,24 @@ def test_a_bot_name_sent_with_an_open_seat_names_no_bot():
     assert [(s.kind, s.bot) for s in run(go())] == [("open", ""), ("bot", "dummy")]
 
 
+def test_decks_or_a_first_dealer_without_the_admin_token_are_admin_only():
+    """docs/api.md: explicit decks or ``first_dealer`` from a caller without the admin token
+    are PERMISSION_DENIED / ADMIN_ONLY (seat 0 is a first dealer given too), and create
+    nothing."""
+    async def go():
+        async with manager() as mgr:
+            errors = []
+            for request in (CreateMatchRequest(game=GAME, first_dealer=0),
+                            CreateMatchRequest(game=GAME, decks=[list(_codes(GAME))])):
+                with pytest.raises(PermissionDenied) as info:
+                    await mgr.create_match(request)
+                errors.append((info.value.code, info.value.reason, "admin token" in info.value.message))
+            return errors, mgr.match_ids()
+
+    errors, held = run(go())
+    assert errors == [("PERMISSION_DENIED", "ADMIN_ONLY", True)] * 2 and held == []
+
+
 class _ThinkingBotHost(_OneBotHost):
     """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
 
