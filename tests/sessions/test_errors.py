@@ -814,6 +814,24 @@ def test_decks_or_a_first_dealer_without_the_admin_token_are_admin_only():
     assert errors == [("PERMISSION_DENIED", "ADMIN_ONLY", True)] * 2 and held == []
 
 
+def test_a_first_dealer_that_is_no_seat_is_refused():
+    """The admin's ``first_dealer`` is a seat number of the game (0..1 at Klaberjass): any
+    other value, a flag or a number of another type, is INVALID_ARGUMENT / BAD_FIRST_DEALER
+    naming the field, and creates nothing."""
+    async def go():
+        async with manager() as mgr:
+            errors = []
+            for first_dealer in (-1, 2, True, 1.0, "1"):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, first_dealer=first_dealer), admin=True)
+                errors.append((info.value.reason, info.value.metadata, info.value.message))
+            return errors, mgr.match_ids()
+
+    errors, held = run(go())
+    assert errors == [("BAD_FIRST_DEALER", {"field": "first_dealer"}, "first_dealer must be a seat number 0..1")] * 5
+    assert held == []
+
+
 class _ThinkingBotHost(_OneBotHost):
     """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
 
