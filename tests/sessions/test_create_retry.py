@@ -122,7 +122,8 @@ def test_the_digest_names_a_seat_s_bot_for_a_bot_seat_only():
         return request_digest(req(seats=seats))
 
     assert digest(SeatConfig(), SeatConfig("bot", "random")) != digest(SeatConfig(), SeatConfig("bot", "dummy"))
-    assert digest(SeatConfig("open", "x"), SeatConfig("bot", "random")) == digest(SeatConfig(), SeatConfig("bot", "random"))
+    assert (digest(SeatConfig("open", "x"), SeatConfig("bot", "random"))
+            == digest(SeatConfig(), SeatConfig("bot", "random")))
 
 
 def test_the_digest_covers_the_decks_cards():
