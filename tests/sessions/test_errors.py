@@ -832,6 +832,18 @@ def test_a_first_dealer_that_is_no_seat_is_refused():
     assert held == []
 
 
+def test_a_new_match_with_an_option_beyond_json_safe_integers_is_refused():
+    """A new match's integer options are JSON-safe (rules/options.py check_new_options): a
+    target score above 2**53 - 1 is INVALID_OPTIONS and creates nothing."""
+    async def go():
+        async with manager() as mgr:
+            with pytest.raises(InvalidOptions):
+                await mgr.create_match(CreateMatchRequest(game=GAME, options={"kl_target_score": 2**53}))
+            return mgr.match_ids()
+
+    assert run(go()) == []
+
+
 class _ThinkingBotHost(_OneBotHost):
     """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
 
