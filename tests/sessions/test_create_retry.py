@@ -115,6 +115,30 @@ def test_the_digest_covers_every_field_but_the_id(change):
     assert request_digest(replace(req(), **change)) != request_digest(req())
 
 
+def test_the_digest_names_a_seat_s_bot_for_a_bot_seat_only():
+    """A bot seat's bot is part of the request; a bot name sent with an open seat is not
+    (the match ignores it), so it does not make the retry another request."""
+    def digest(*seats):
+        return request_digest(req(seats=seats))
+
+    assert digest(SeatConfig(), SeatConfig("bot", "random")) != digest(SeatConfig(), SeatConfig("bot", "dummy"))
+    assert (digest(SeatConfig("open", "x"), SeatConfig("bot", "random"))
+            == digest(SeatConfig(), SeatConfig("bot", "random")))
+
+
+def test_the_digest_covers_the_decks_cards():
+    assert request_digest(req(decks=(("7H",),))) != request_digest(req(decks=(("8H",),)))
+
+
+def test_the_digest_of_a_request_is_the_same_in_every_release():
+    """The digest is stored with the match (docs/operations.md, schema 7) and compared with a
+    retry's after a restart, possibly into a newer release: its canonical text (sorted keys,
+    no blanks, UTF-8 not escaped) must not change, or a retry across an upgrade is refused."""
+    request = req(name="Café", options={"kl_target_score": 300}, seats=(SeatConfig(), SeatConfig("bot", "random")),
+                  turn_time_s=20, decks=(("7H", "8H"),), first_dealer=1)
+    assert request_digest(request) == "6c7445fba558730d555779522490678b1a7f97124bb78068497b09388c25982e"
+
+
 def test_the_same_id_with_another_request_is_refused():
     """ALREADY_EXISTS / CLIENT_CREATE_ID_IN_USE with a message that says only that (not the
     match's id); nothing is created, and the first request's retry still gets its match."""
@@ -368,3 +392,20 @@ def test_the_retry_of_a_creation_held_in_memory_is_answered_without_the_store():
 
     first, retried = run(go())
     assert retried.match_id == first.match_id and retried.status == "waiting"
+
+
+def test_a_retry_that_spells_the_same_request_otherwise_gets_the_match():
+    """The digest is of what the request asks, not of how it was spelled: options in another
+    order, or a whole turn time sent as an integer, are the same request (a client may
+    rebuild its request for the retry); the retry gets the match."""
+    async def go():
+        async with manager() as mgr:
+            key = create_id()
+            first = await mgr.create_match(req(key, options={"kl_target_score": 300, "kl_schmeiss": True},
+                                               turn_time_s=20.0))
+            again = await mgr.create_match(req(key, options={"kl_schmeiss": True, "kl_target_score": 300},
+                                               turn_time_s=20))
+            return first, again, list(mgr.match_ids())
+
+    first, again, held = run(go())
+    assert again.match_id == first.match_id and held == [first.match_id]

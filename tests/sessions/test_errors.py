@@ -784,6 +784,66 @@ def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to
     run(go())
 
 
+def test_a_bot_name_sent_with_an_open_seat_names_no_bot():
+    """A bot name belongs to a bot seat only: sent with an open seat (a player's) it is
+    ignored, so the seat does not claim a bot that nobody asked to play it."""
+    async def go():
+        async with manager(host=_OneBotHost()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(
+                game=GAME, seats=[SeatConfig("open", "dummy"), SeatConfig("bot", "dummy")]))
+            return (await mgr.get_match(s.match_id)).seats
+
+    assert [(s.kind, s.bot) for s in run(go())] == [("open", ""), ("bot", "dummy")]
+
+
+def test_decks_or_a_first_dealer_without_the_admin_token_are_admin_only():
+    """docs/api.md: explicit decks or ``first_dealer`` from a caller without the admin token
+    are PERMISSION_DENIED / ADMIN_ONLY (seat 0 is a first dealer given too), and create
+    nothing."""
+    async def go():
+        async with manager() as mgr:
+            errors = []
+            for request in (CreateMatchRequest(game=GAME, first_dealer=0),
+                            CreateMatchRequest(game=GAME, decks=[list(_codes(GAME))])):
+                with pytest.raises(PermissionDenied) as info:
+                    await mgr.create_match(request)
+                errors.append((info.value.code, info.value.reason, "admin token" in info.value.message))
+            return errors, mgr.match_ids()
+
+    errors, held = run(go())
+    assert errors == [("PERMISSION_DENIED", "ADMIN_ONLY", True)] * 2 and held == []
+
+
+def test_a_first_dealer_that_is_no_seat_is_refused():
+    """The admin's ``first_dealer`` is a seat number of the game (0..1 at Klaberjass): any
+    other value, a flag or a number of another type, is INVALID_ARGUMENT / BAD_FIRST_DEALER
+    naming the field, and creates nothing."""
+    async def go():
+        async with manager() as mgr:
+            errors = []
+            for first_dealer in (-1, 2, True, 1.0, "1"):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, first_dealer=first_dealer), admin=True)
+                errors.append((info.value.reason, info.value.metadata, info.value.message))
+            return errors, mgr.match_ids()
+
+    errors, held = run(go())
+    assert errors == [("BAD_FIRST_DEALER", {"field": "first_dealer"}, "first_dealer must be a seat number 0..1")] * 5
+    assert held == []
+
+
+def test_a_new_match_with_an_option_beyond_json_safe_integers_is_refused():
+    """A new match's integer options are JSON-safe (rules/options.py check_new_options): a
+    target score above 2**53 - 1 is INVALID_OPTIONS and creates nothing."""
+    async def go():
+        async with manager() as mgr:
+            with pytest.raises(InvalidOptions):
+                await mgr.create_match(CreateMatchRequest(game=GAME, options={"kl_target_score": 2**53}))
+            return mgr.match_ids()
+
+    assert run(go()) == []
+
+
 class _ThinkingBotHost(_OneBotHost):
     """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
 
