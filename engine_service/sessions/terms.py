@@ -73,8 +73,10 @@ def request_digest(request: CreateMatchRequest) -> str:
     Canonical: the request's own fields as sent (before any default, floor or check of this
     server is applied, so that a retry after a restart with other settings still matches),
     in one JSON text with sorted keys; the seats as (kind, bot) pairs, a bot's name only
-    for a bot seat; the decks as lists of card codes. Values that JSON cannot hold are
-    their ``repr`` (a malformed request digests too; it is refused when checked)."""
+    for a bot seat; each deck as a list of what was sent (card codes over the API; a
+    Python caller's card ids stay ids, so its retry must send the deck in the same form).
+    Values that JSON cannot hold are their ``repr`` (a malformed request digests too; it is
+    refused when checked)."""
     seats = [[getattr(s, "kind", repr(s)), getattr(s, "bot", "") if getattr(s, "kind", "") == "bot" else ""]
              for s in (request.seats or ())]
     fields: dict[str, Any] = {
