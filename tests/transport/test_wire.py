@@ -320,12 +320,9 @@ def test_audiences_share_only_equal_fields():
     assert codec.view_message(_env(views[2], 1)).table.fields["x"].WhichOneof("kind") == "bool_value"
 
 
-def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
-    """A game whose audiences' fields always differ stops paying for the memo's key after a probe
-    window, and probes again later; the bytes are the same either way."""
-    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
-    monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
-    monkeypatch.setitem(codec._SHARED_STATS, "test_bypass", [0, 0])
+def _count_shared_lookups(monkeypatch) -> list:
+    """Put an empty shared-fields memo in place that records every key looked up in it; the
+    list of those keys."""
     looked_up = []
 
     class Counting(collections.OrderedDict):
@@ -334,6 +331,16 @@ def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
             return super().get(key, default)
 
     monkeypatch.setattr(codec, "_SHARED", Counting())
+    return looked_up
+
+
+def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
+    """A game whose audiences' fields always differ stops paying for the memo's key after a probe
+    window, and probes again later; the bytes are the same either way."""
+    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
+    monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
+    monkeypatch.setitem(codec._SHARED_STATS, "test_bypass", [0, 0])
+    looked_up = _count_shared_lookups(monkeypatch)
     for i in range(20):
         v = {"game": "test_bypass", "phase": "play", "hand": ["AS"], "hand_sizes": [1, 1], "table": {"i": i}}
         assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
@@ -349,14 +356,7 @@ def test_the_shared_memo_stays_where_audiences_share(monkeypatch):
     monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
     monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
     monkeypatch.setattr(codec, "_SHARED_STATS", {})  # a game's window starts at [0 lookups, 0 hits]
-    looked_up = []
-
-    class Counting(collections.OrderedDict):
-        def get(self, key, default=None):
-            looked_up.append(key)
-            return super().get(key, default)
-
-    monkeypatch.setattr(codec, "_SHARED", Counting())
+    looked_up = _count_shared_lookups(monkeypatch)
     for i in range(20):
         v = {"game": "test_shared_kept", "phase": "play", "hand": ["AS"], "hand_sizes": [1, 1], "table": {"i": 0}}
         assert codec.view_message(_env(v, i % 2)) == reference_view(_env(v, i % 2))
@@ -367,14 +367,7 @@ def test_the_shared_memo_steps_aside_below_one_hit_in_eight_lookups(monkeypatch)
     """Past the probe window, the memo is bypassed where its hits are fewer than one in eight
     lookups (16 hits of 128 keep it, 16 of 129 do not); the next window counts from nothing."""
     monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
-    looked_up = []
-
-    class Counting(collections.OrderedDict):
-        def get(self, key, default=None):
-            looked_up.append(key)
-            return super().get(key, default)
-
-    monkeypatch.setattr(codec, "_SHARED", Counting())
+    looked_up = _count_shared_lookups(monkeypatch)
     for lookups, kept in ((127, True), (128, False)):  # counting this one: 128 and 129
         monkeypatch.setattr(codec, "_SHARED_STATS", {"test_ratio": [lookups, 16]})
         looked_up.clear()
