@@ -1096,6 +1096,14 @@ class CreatesInDoubt(MemoryStore):
             await super().create_match(record, decks)
         raise StoreError("connection lost at the commit")
 
+    async def create_unanswered(self, mgr, unreadable, request=None) -> SessionError:
+        """Have ``mgr`` create a match whose write lands but is answered with an error (a
+        creation nobody could tell), its next ``unreadable`` reads failing; the caller's error."""
+        self.fail_next, self.landed, self.unreadable = True, True, unreadable
+        with pytest.raises(SessionError) as failed:
+            await mgr.create_match(request or CreateMatchRequest(game="klaberjass"))
+        return failed.value
+
     async def load_match(self, match_id):
         self.reads.append(match_id)
         if self.unreadable > 0:
@@ -1184,15 +1192,14 @@ def test_a_creation_nobody_could_tell_read_by_its_id_is_resumed_and_plays(monkey
         mgr = MatchManager(config(), store=store, bot_host=_FirstLegal(), metrics=metrics)
         await mgr.start()
         try:
-            store.fail_next, store.landed, store.unreadable = True, True, 1
-            with pytest.raises(SessionError) as failed:
-                await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+            failed = await store.create_unanswered(
+                mgr, 1, CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
             [listing] = await store.list_matches()
             assert listing.record.match_id not in mgr.match_ids()
             read = await mgr.get_match(listing.record.match_id)
             resumed = metrics.value("cardgames_matches_resumed_total", {"game": "japanese_joker"})
             events = await collect(mgr.watch(listing.record.match_id, Principal("spectator", listing.record.match_id), -1))
-            return failed.value, read, resumed, events[-1], await mgr.get_match(listing.record.match_id)
+            return failed, read, resumed, events[-1], await mgr.get_match(listing.record.match_id)
         finally:
             await mgr.close()
 
@@ -1213,9 +1220,7 @@ def test_a_creation_nobody_could_tell_read_by_its_id_before_its_read_back_is_not
         loop = asyncio.get_running_loop()
         with capture_logs() as logs:
             async with manager(store=store) as mgr:
-                store.fail_next, store.landed, store.unreadable = True, True, 1
-                with pytest.raises(SessionError):
-                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await store.create_unanswered(mgr, 1)
                 [listing] = await store.list_matches()
                 read = await mgr.get_match(listing.record.match_id)
                 await advance_to(loop.time() + 10 * seating_module.START_RETRY_FIRST_S)
@@ -1245,9 +1250,7 @@ def test_the_read_back_of_a_creation_nobody_could_tell_comes_after_half_a_second
         with capture_logs() as logs:
             async with manager(store=store) as mgr:
                 mgr._sweep_interval = 3.0
-                store.fail_next, store.landed, store.unreadable = True, True, 4
-                with pytest.raises(SessionError):
-                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await store.create_unanswered(mgr, 4)
                 await advance_to(loop.time() + 20.0)
                 return [t - store.at[0] for t in store.at], await store.list_matches(), logs
 
@@ -1279,9 +1282,7 @@ def test_an_unacknowledged_creations_end_whose_own_answer_was_lost_is_written_on
         loop = asyncio.get_running_loop()
         with capture_logs() as logs:
             async with manager(store=store) as mgr:
-                store.fail_next, store.landed, store.unreadable = True, True, 1
-                with pytest.raises(SessionError):
-                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await store.create_unanswered(mgr, 1)
                 await advance_to(loop.time() + 10.0)
                 return dict(mgr._seating.create_checks), await store.list_matches(), logs
 
@@ -1307,9 +1308,8 @@ def test_an_unacknowledged_match_of_bots_is_ended_with_the_commitment_of_its_fir
         mgr = MatchManager(config(), store=store, bot_host=_FirstLegal(), metrics=Metrics())
         await mgr.start()
         try:
-            store.fail_next, store.landed, store.unreadable = True, True, 1
-            with pytest.raises(SessionError):
-                await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+            await store.create_unanswered(
+                mgr, 1, CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
             [created] = await store.list_matches()
             await advance_to(loop.time() + 10.0)
             return created, await store.list_matches()
@@ -1334,9 +1334,7 @@ def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch)
     async def go():
         loop = asyncio.get_running_loop()
         async with manager(store=store) as mgr:
-            store.fail_next, store.landed, store.unreadable = True, True, 2
-            with pytest.raises(SessionError):
-                await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await store.create_unanswered(mgr, 2)
             await advance_to(loop.time() + 10.0)
 
     with configured_logging("json", "info") as stream:
