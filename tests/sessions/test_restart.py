@@ -189,22 +189,30 @@ def test_the_players_of_a_waiting_match_get_no_grace_window_after_a_restart(tmp_
     assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
 
 
+async def _first_deal_played_deck_1_lost(store):
+    """A manager on ``store`` whose Georgian Joker match (four joined players) has played its
+    first deal, after which the deck of deal 1 is taken out of the store (the crash: it never
+    reached it); the manager, the match's summary and the players' principals."""
+    mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+    await mgr.start()
+    s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+    ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(4)]
+    # the first deal of Georgian Joker has one card each: bids and four plays
+    while len(mgr.state_of(s.match_id).deal_results()) == 0:
+        await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
+    row = store._rows[s.match_id]
+    assert 1 in row.decks
+    del row.decks[1]
+    return mgr, s, ps
+
+
 def test_a_deal_due_at_the_crash_is_dealt_on_resume():
     """If the process stopped after an action that ended a deal and before the next deck was
     stored, the resumed match deals a fresh deck (nobody has seen it) and goes on."""
     store = MemoryStore()
 
     async def go():
-        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await mgr.start()
-        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
-        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(4)]
-        # the first deal of Georgian Joker has one card each: bids and four plays
-        while len(mgr.state_of(s.match_id).deal_results()) == 0:
-            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
-        row = store._rows[s.match_id]
-        assert 1 in row.decks
-        del row.decks[1]  # the crash: the deck of deal 1 never reached the store
+        mgr, s, ps = await _first_deal_played_deck_1_lost(store)
         seq = mgr._matches[s.match_id].seq
         mgr2 = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
         await mgr2.start()
@@ -253,13 +261,7 @@ def test_a_deck_write_on_resume_answered_with_an_error_is_read_back(outcome):
     store.landed, store.then = outcome == "landed", outcome
 
     async def go():
-        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await mgr.start()
-        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
-        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(4)]
-        while len(mgr.state_of(s.match_id).deal_results()) == 0:
-            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
-        del store._rows[s.match_id].decks[1]  # the crash: the deck of deal 1 never reached the store
+        _, s, _ = await _first_deal_played_deck_1_lost(store)
         store.failing = True
         mgr2 = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
         if outcome != "landed":
