@@ -720,7 +720,6 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     assert rescued["m1"] is not None
 
 
-
 def test_a_rescue_that_fills_the_volume_leaves_no_partial_copy_behind(tmp_path):
     """The database file deleted under the store on a volume with no space left: the rescued
     copy is begun (its name taken) but cannot be written whole (SQLITE_FULL). That copy is
