@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from engine_service.observability.metrics import Metrics
 from engine_service.plugins.host import BotHost, Decision, bot_budget
 from engine_service.rules import all_game_ids
+from tests.processes import child_pids
 from tests.sessions.helpers import until
 
 LEGAL = ["play:7S", "play:8S", "play:9S"]
@@ -1073,21 +1074,8 @@ def test_the_zygote_forks_only_the_workers_asked_for_while_a_reap_is_pending():
     """The zygote forks a worker per request (``F``), no more: while a worker it was told to
     reap has not ended yet (it looks at it again every REAP_POLL_S), it does not take the
     last request for a new one and fork again and again."""
-    import os
-
     from engine_service.plugins.manager import PluginSettings
     from engine_service.plugins.pool import WorkerProcess, Zygote
-
-    def children(pid):
-        found = []
-        for entry in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-        return sorted(found)
 
     settings = PluginSettings.resolve(environ={})
     zygote = Zygote(settings)
@@ -1097,7 +1085,7 @@ def test_the_zygote_forks_only_the_workers_asked_for_while_a_reap_is_pending():
         zygote.reap(workers[0].pid)  # told before it is killed: it stays pending while it runs
         workers.append(WorkerProcess.start(settings, zygote))
         time.sleep(0.5)  # ten looks at the pending one
-        assert children(zygote.process.pid) == sorted(w.pid for w in workers)
+        assert child_pids(zygote.process.pid) == sorted(w.pid for w in workers)
     finally:
         for worker in workers:
             worker.kill()

@@ -17,6 +17,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.processes import child_pids
+
 from .harness import run
 from .test_process import Service
 
@@ -253,7 +255,7 @@ def test_sigterm_or_sighup_during_the_start_of_an_engine_that_is_pid_1_ends_it_a
                                       stdout=log_file, stderr=subprocess.STDOUT)
         try:
             _until_waiting_for_the_database(second, log_path)
-            engine = [pid for pid in _children(second.pid)]
+            engine = child_pids(second.pid)
             assert len(engine) == 1
             with open(f"/proc/{engine[0]}/status") as status_file:
                 assert "NSpid:" in (ns := [l for l in status_file if l.startswith("NSpid:")][0]) \
@@ -268,16 +270,3 @@ def test_sigterm_or_sighup_during_the_start_of_an_engine_that_is_pid_1_ends_it_a
         assert '"db_in_use"' not in log_path.read_text()  # the wait was not waited out
     finally:
         assert first.stop() == 0
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
