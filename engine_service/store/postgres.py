@@ -993,7 +993,16 @@ class PostgresStore(Store):
         except pg_errors.IntegrityError as exc:
             raise StoreError(f"seat {s.seat} of match {match_id!r}: {_reason(exc)}") from None
         if not found:
-            raise UnknownMatch(f"no seat {s.seat} in match {match_id!r}")
+            raise await cls._no_seat(tx.conn, match_id, s.seat)
+
+    @staticmethod
+    async def _no_seat(conn: psycopg.AsyncConnection, match_id: str, seat: int) -> UnknownMatch:
+        """The refusal of a seat update that found no row: "no match" where the match itself
+        is missing, in the words of the other stores (asked only on this failure path)."""
+        cur = await conn.execute("SELECT 1 FROM matches WHERE match_id = %s", (match_id,))
+        if await cur.fetchone() is None:
+            return UnknownMatch(f"no match {match_id!r}")
+        return UnknownMatch(f"no seat {seat} in match {match_id!r}")
 
     @staticmethod
     async def _insert_decks(conn: psycopg.AsyncConnection, match_id: str, decks: Sequence[DeckRecord]) -> None:
@@ -1022,7 +1031,7 @@ class PostgresStore(Store):
                     "UPDATE seats SET away_since = %s, away_seen = %s, taken_over = %s "
                     f"WHERE match_id = %s AND seat = %s RETURNING {XID}",
                     (away_since, seen, bool(taken_over) and away_since is not None, match_id, seat)):
-                raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
+                raise await self._no_seat(tx.conn, match_id, seat)
         await self._write("save_absence", fn)
 
     async def ping(self) -> None:

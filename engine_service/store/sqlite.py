@@ -957,6 +957,7 @@ class SqliteStore(Store):
                             (away_since, seen, int(bool(taken_over) and away_since is not None),
                              match_id, seat))
             if cur.rowcount == 0:
+                self._require_match(c, match_id)
                 raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
         await self._write("save_absence", fn)
 
