@@ -32,6 +32,7 @@ import json
 import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -590,9 +591,17 @@ class SqliteStore(Store):
                                  "symbolic links") from None
             if not parent.is_dir():
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
-            if Path(path).is_dir():
+            try:
+                mode: int | None = os.stat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                mode = None  # a new file (or a link to nothing: O_EXCL below refuses it)
+            except OSError as exc:
+                # a name over the file system's limit (ENAMETOOLONG), a directory that may not
+                # be searched: a refusal naming the path, not a traceback from serve or prune
+                raise StoreError(f"cannot open database {path}: {exc.strerror}") from None
+            if mode is not None and stat.S_ISDIR(mode):
                 raise NotADatabase(f"{path} is a directory, not a SQLite database")
-            if Path(path).exists() and not Path(path).is_file():
+            if mode is not None and not stat.S_ISREG(mode):
                 # a device, FIFO or socket (a mistyped path, /dev/null): SQLite failed on it
                 # with a bare "disk I/O error", after the lock file and a journal were made
                 # beside it (in /dev); refused before anything is created

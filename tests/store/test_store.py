@@ -1757,6 +1757,17 @@ def test_missing_directory_is_a_clear_error(tmp_path):
         run(go())
 
 
+def test_a_file_name_longer_than_the_file_system_allows_is_a_store_error_naming_it(tmp_path):
+    """A name over NAME_MAX (ENAMETOOLONG from the first look at the path) is refused as the
+    store's own StoreError naming the path and why, as a missing directory is (serve and prune
+    report a StoreError as a usage error), not a raw OSError; nothing is made beside it."""
+    path = tmp_path / ("x" * 300 + ".sqlite3")
+
+    info = _open_refused(path, StoreError, match="File name too long")
+    assert str(info.value).startswith(f"cannot open database {path}: ")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_directory_is_refused_as_no_database_and_left_alone(tmp_path):
     path = tmp_path / "cards.sqlite3"
     path.mkdir()
