@@ -815,6 +815,12 @@ class WorkerPool:
                     return Reply(None, TIMEOUT, "no bot worker was free before the deadline")
                 raise
             left = deadline - time.monotonic()
+            if left <= 0:
+                # nothing sent: a bot given no time must not answer all the same because its
+                # worker was quick to reply before the poll (a race on a loaded machine), nor
+                # cost its worker a kill for a deadline spent before it was asked
+                self._release(worker, slots)
+                return Reply(None, TIMEOUT, "no time was left for the decision when a worker was free")
             if budget is not None:
                 request = (*request[:-1], budget(left))
             done = self._threads.submit(worker.call, request, deadline)

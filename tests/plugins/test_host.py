@@ -1664,11 +1664,15 @@ def test_a_plugin_that_raises_in_the_workers_only_is_a_load_failure_listed_by_it
 
 def test_a_decision_whose_deadline_is_already_spent_is_a_timeout_at_once():
     """``deadline_s`` is the wall time the decision may take from the call: none left (0 or
-    less: the turn's time already spent) is a timeout at once, the bot given no time."""
+    less: the turn's time already spent) is a timeout at once, the bot given no time: nothing
+    is sent, so a quick bot cannot answer all the same, and no worker is killed for it."""
     async def body(host):
+        workers = set(host.worker_pids())
         for deadline_s in (0.0, -5.0):
             d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, deadline_s)
             assert d.failure == "timeout" and d.elapsed_s < 0.5, (deadline_s, d)
+            assert d.detail == "no time was left for the decision when a worker was free", d
+        assert set(host.worker_pids()) == workers
         assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
     run(with_host(body, workers=1))
 
