@@ -1,0 +1,46 @@
+"""The observability interceptor's own decisions (engine_service/transport/interceptors.py),
+pinned where a whole call over a channel cannot tell them apart: the RPC context outside a call,
+the handlers it wraps and leaves alone. The rpc line and metrics of real calls are in
+test_rpc_lines.py and test_edge.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import grpc
+
+from engine_service.observability.metrics import Metrics
+from engine_service.transport.interceptors import ObservabilityInterceptor, current_rpc
+
+from .harness import run
+
+
+async def _wrapped(handler: grpc.RpcMethodHandler, method: str = "/x.v1.S/M") -> grpc.RpcMethodHandler:
+    """``handler`` as the interceptor hands it to grpc for ``method``."""
+
+    async def continuation(details: object) -> grpc.RpcMethodHandler:
+        return handler
+
+    return await ObservabilityInterceptor(Metrics()).intercept_service(continuation,
+                                                                      SimpleNamespace(method=method))
+
+
+def test_outside_a_call_current_rpc_is_a_fresh_throwaway_context():
+    """Code that notes its match or seq outside any RPC (a servicer called directly) must not
+    fail for want of a call, and what it notes is nobody's: the next one starts empty."""
+    outside = current_rpc()
+    assert (outside.method, outside.request_id, outside.seq) == ("", "", None)
+    outside.note(seq=7)
+    assert current_rpc() is not outside and current_rpc().seq is None
+
+
+@run
+async def test_a_method_without_a_deserializer_still_gets_the_raw_bytes():
+    """grpc hands a method registered without a request deserializer the request's bytes: the
+    interceptor keeps it so, instead of a parser that would refuse every call as malformed."""
+
+    async def echo(request, context):
+        return request
+
+    wrapped = await _wrapped(grpc.unary_unary_rpc_method_handler(echo))
+    assert wrapped.request_deserializer is None and wrapped.unary_unary is not echo
