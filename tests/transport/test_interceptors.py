@@ -5,9 +5,11 @@ test_rpc_lines.py and test_edge.py."""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import grpc
+import structlog
 
 from engine_service.observability.metrics import Metrics
 from engine_service.transport.interceptors import ObservabilityInterceptor, current_rpc
@@ -44,3 +46,48 @@ async def test_a_method_without_a_deserializer_still_gets_the_raw_bytes():
 
     wrapped = await _wrapped(grpc.unary_unary_rpc_method_handler(echo))
     assert wrapped.request_deserializer is None and wrapped.unary_unary is not echo
+
+
+class _Context:
+    """The little of a grpc.aio servicer context the wrappers read."""
+
+    def __init__(self, remaining: float | None = None) -> None:
+        self.remaining = remaining
+
+    def invocation_metadata(self) -> tuple:
+        return ()
+
+    def time_remaining(self) -> float | None:
+        return self.remaining
+
+    def code(self) -> None:
+        return None
+
+
+async def _rpc_line_of(behavior, context: _Context, *, method: str = "/x.v1.S/M") -> tuple[dict, BaseException | None]:
+    """Call ``behavior`` wrapped as a unary method; its rpc line and what the call raised."""
+    wrapped = await _wrapped(grpc.unary_unary_rpc_method_handler(behavior), method)
+    raised = None
+    with structlog.testing.capture_logs() as logs:
+        try:
+            await wrapped.unary_unary(b"", context)
+        except BaseException as exc:  # noqa: B036 - CancelledError is what is tested
+            raised = exc
+    [line] = [e for e in logs if e["event"] == "rpc"]
+    return line, raised
+
+
+@run
+async def test_a_cancelled_call_is_deadline_exceeded_only_within_10_ms_of_its_deadline():
+    """grpc cancels a handler both when the client's deadline passes and when the client goes
+    away: the line says DEADLINE_EXCEEDED for the first (grpc's timer may fire a hair early),
+    CANCELLED for the second, and for a call without a deadline. The cancellation goes on."""
+
+    async def cancelled(request, context):
+        raise asyncio.CancelledError
+
+    for remaining, code in ((0.005, "DEADLINE_EXCEEDED"), (-0.5, "DEADLINE_EXCEEDED"),
+                            (0.5, "CANCELLED"), (None, "CANCELLED")):
+        line, raised = await _rpc_line_of(cancelled, _Context(remaining))
+        assert line["code"] == code, remaining
+        assert type(raised) is asyncio.CancelledError
