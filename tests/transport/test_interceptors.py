@@ -9,6 +9,7 @@ import asyncio
 from types import SimpleNamespace
 
 import grpc
+import pytest
 import structlog
 
 from engine_service.observability.metrics import Metrics
@@ -91,3 +92,50 @@ async def test_a_cancelled_call_is_deadline_exceeded_only_within_10_ms_of_its_de
         line, raised = await _rpc_line_of(cancelled, _Context(remaining))
         assert line["code"] == code, remaining
         assert type(raised) is asyncio.CancelledError
+
+
+@run
+async def test_an_exception_nobody_mapped_is_logged_unknown_and_reaches_grpc_as_raised():
+    """A handler outside the servicers' error table (no code noted, none set on the context)
+    that raises is counted and logged UNKNOWN, grpc's own code for it, and the interceptor
+    hands grpc the very exception: observing a call never changes its answer."""
+    error = RuntimeError("boom")
+
+    async def failing(request, context):
+        raise error
+
+    async def failing_stream(request, context):
+        yield b"first"
+        raise error
+
+    line, raised = await _rpc_line_of(failing, _Context())
+    assert (line["method"], line["code"]) == ("/x.v1.S/M", "UNKNOWN") and raised is error
+    stream = await _wrapped(grpc.unary_stream_rpc_method_handler(failing_stream))
+    sent = []
+    with structlog.testing.capture_logs() as logs:
+        with pytest.raises(RuntimeError) as raised_by_stream:
+            async for message in stream.unary_stream(b"", _Context()):
+                sent.append(message)
+    assert sent == [b"first"] and raised_by_stream.value is error
+    assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("UNKNOWN", 1)]
+
+
+@run
+async def test_without_a_send_limit_responses_and_stream_messages_go_unchecked():
+    """``max_send_bytes`` 0 (the interceptor's default) checks no size: a response and every
+    message of a stream are passed on as the handler made them."""
+
+    async def answer(request, context):
+        return b"response"
+
+    async def messages(request, context):
+        yield b"first"
+        yield b"second"
+
+    line, raised = await _rpc_line_of(answer, _Context())
+    assert (line["code"], raised) == ("OK", None)
+    stream = await _wrapped(grpc.unary_stream_rpc_method_handler(messages))
+    with structlog.testing.capture_logs() as logs:
+        sent = [m async for m in stream.unary_stream(b"", _Context())]
+    assert sent == [b"first", b"second"]
+    assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("OK", 2)]
