@@ -54,6 +54,7 @@ class _Context:
 
     def __init__(self, remaining: float | None = None) -> None:
         self.remaining = remaining
+        self.status: grpc.StatusCode | None = None
 
     def invocation_metadata(self) -> tuple:
         return ()
@@ -61,8 +62,11 @@ class _Context:
     def time_remaining(self) -> float | None:
         return self.remaining
 
-    def code(self) -> None:
-        return None
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self.status = code
+
+    def code(self) -> grpc.StatusCode | None:
+        return self.status
 
 
 async def _rpc_line_of(behavior, context: _Context, *, method: str = "/x.v1.S/M") -> tuple[dict, BaseException | None]:
@@ -139,3 +143,24 @@ async def test_without_a_send_limit_responses_and_stream_messages_go_unchecked()
         sent = [m async for m in stream.unary_stream(b"", _Context())]
     assert sent == [b"first", b"second"]
     assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("OK", 2)]
+
+
+@run
+async def test_a_handler_that_sets_its_code_and_returns_is_logged_with_that_code():
+    """grpc lets a handler end its call by setting the status code and returning (as its sync
+    health servicer answers NOT_FOUND): its line says the code the client got, for a unary
+    call as for a stream, not OK."""
+
+    async def not_found(request, context):
+        context.set_code(grpc.StatusCode.NOT_FOUND)
+
+    async def ended_early(request, context):
+        yield b"first"
+        context.set_code(grpc.StatusCode.FAILED_PRECONDITION)
+
+    line, raised = await _rpc_line_of(not_found, _Context())
+    assert (line["code"], raised) == ("NOT_FOUND", None)
+    stream = await _wrapped(grpc.unary_stream_rpc_method_handler(ended_early))
+    with structlog.testing.capture_logs() as logs:
+        assert [m async for m in stream.unary_stream(b"", _Context())] == [b"first"]
+    assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("FAILED_PRECONDITION", 1)]
