@@ -6,6 +6,7 @@ test_rpc_lines.py and test_edge.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from types import SimpleNamespace
 
 import grpc
@@ -15,6 +16,7 @@ import structlog
 from engine_service.observability.metrics import Metrics
 from engine_service.transport.interceptors import ObservabilityInterceptor, current_rpc
 
+from ..sessions.helpers import capture_logs_with_context
 from .harness import run
 
 
@@ -69,11 +71,13 @@ class _Context:
         return self.status
 
 
-async def _rpc_line_of(behavior, context: _Context, *, method: str = "/x.v1.S/M") -> tuple[dict, BaseException | None]:
-    """Call ``behavior`` wrapped as a unary method; its rpc line and what the call raised."""
+async def _rpc_line_of(behavior, context: _Context, *, method: str = "/x.v1.S/M",
+                       logs: list | None = None) -> tuple[dict, BaseException | None]:
+    """Call ``behavior`` wrapped as a unary method; its rpc line and what the call raised
+    (``logs``: where the lines are captured, else structlog's capture without contextvars)."""
     wrapped = await _wrapped(grpc.unary_unary_rpc_method_handler(behavior), method)
     raised = None
-    with structlog.testing.capture_logs() as logs:
+    with contextlib.nullcontext(logs) if logs is not None else structlog.testing.capture_logs() as logs:
         try:
             await wrapped.unary_unary(b"", context)
         except BaseException as exc:  # noqa: B036 - CancelledError is what is tested
@@ -164,3 +168,26 @@ async def test_a_handler_that_sets_its_code_and_returns_is_logged_with_that_code
     with structlog.testing.capture_logs() as logs:
         assert [m async for m in stream.unary_stream(b"", _Context())] == [b"first"]
     assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("FAILED_PRECONDITION", 1)]
+
+
+@run
+async def test_the_calls_fields_ride_on_its_events_and_its_line_names_them_once():
+    """What a call learns of its match and seat is bound to structlog's contextvars with the
+    method and request id, so an event the session layer logs on its behalf carries them; the
+    rpc line itself names them as its own fields, without a bound copy such as ``rpc``."""
+
+    async def joined(request, context):
+        # as the servicer learns them; a note naming nothing changes nothing
+        for learnt in ({"match_id": "m1"}, {"seat": 2}, {"seq": 5}, {}):
+            current_rpc().note(**learnt)
+        structlog.get_logger("test").info("seat_joined")
+
+    with capture_logs_with_context() as logs:
+        line, raised = await _rpc_line_of(joined, _Context(), logs=logs)
+    [event] = [e for e in logs if e["event"] == "seat_joined"]
+    assert raised is None and line["request_id"] == event["request_id"]
+    assert {k: event[k] for k in ("rpc", "match_id", "seat")} == {"rpc": "/x.v1.S/M", "match_id": "m1", "seat": 2}
+    assert "seq" not in event
+    assert (line["match_id"], line["seat"], line["seq"]) == ("m1", 2, 5)
+    assert sorted(line) == ["code", "duration_ms", "event", "log_level", "match_id", "method",
+                            "request_id", "seat", "seq"]
