@@ -191,3 +191,38 @@ async def test_the_calls_fields_ride_on_its_events_and_its_line_names_them_once(
     assert (line["match_id"], line["seat"], line["seq"]) == ("m1", 2, 5)
     assert sorted(line) == ["code", "duration_ms", "event", "log_level", "match_id", "method",
                             "request_id", "seat", "seq"]
+
+
+@run
+async def test_each_handler_is_wrapped_once_and_streams_the_api_has_none_of_are_left_alone():
+    """A method's handler is wrapped at its first call and the wrap reused (grpc looks the
+    handler up for every call); a different handler for the method gets a wrap of its own.
+    Client streaming, and a bidirectional handler that is no async generator, are not the
+    API's: handed back as they are."""
+
+    async def first(request, context):
+        return b"first"
+
+    async def second(request, context):
+        return b"second"
+
+    async def consume(requests, context):
+        return b""
+
+    interceptor = ObservabilityInterceptor(Metrics())
+    handlers = {"first": grpc.unary_unary_rpc_method_handler(first),
+                "second": grpc.unary_unary_rpc_method_handler(second)}
+
+    async def intercepted(name: str) -> grpc.RpcMethodHandler:
+        async def continuation(details: object) -> grpc.RpcMethodHandler:
+            return handlers[name]
+        return await interceptor.intercept_service(continuation, SimpleNamespace(method="/x.v1.S/M"))
+
+    wrapped = await intercepted("first")
+    assert await intercepted("first") is wrapped
+    replaced = await intercepted("second")
+    assert replaced is not wrapped and await intercepted("second") is replaced
+    with structlog.testing.capture_logs():
+        assert await replaced.unary_unary(b"", _Context()) == b"second"
+    for other in (grpc.stream_unary_rpc_method_handler(consume), grpc.stream_stream_rpc_method_handler(consume)):
+        assert await _wrapped(other) is other
