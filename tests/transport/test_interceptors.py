@@ -20,14 +20,15 @@ from ..sessions.helpers import capture_logs_with_context
 from .harness import run
 
 
-async def _wrapped(handler: grpc.RpcMethodHandler, method: str = "/x.v1.S/M") -> grpc.RpcMethodHandler:
+async def _wrapped(handler: grpc.RpcMethodHandler, method: str = "/x.v1.S/M",
+                   max_send_bytes: int = 0) -> grpc.RpcMethodHandler:
     """``handler`` as the interceptor hands it to grpc for ``method``."""
 
     async def continuation(details: object) -> grpc.RpcMethodHandler:
         return handler
 
-    return await ObservabilityInterceptor(Metrics()).intercept_service(continuation,
-                                                                      SimpleNamespace(method=method))
+    interceptor = ObservabilityInterceptor(Metrics(), max_send_bytes=max_send_bytes)
+    return await interceptor.intercept_service(continuation, SimpleNamespace(method=method))
 
 
 def test_outside_a_call_current_rpc_is_a_fresh_throwaway_context():
@@ -226,3 +227,20 @@ async def test_each_handler_is_wrapped_once_and_streams_the_api_has_none_of_are_
         assert await replaced.unary_unary(b"", _Context()) == b"second"
     for other in (grpc.stream_unary_rpc_method_handler(consume), grpc.stream_stream_rpc_method_handler(consume)):
         assert await _wrapped(other) is other
+
+
+@run
+async def test_a_stream_written_by_its_handler_has_no_response_to_hold_to_the_send_limit():
+    """A server stream whose handler writes its messages itself (grpc's health Watch) returns
+    nothing once it ends: under a send limit that is no response to measure, and the call
+    ends OK."""
+    written = []
+
+    async def watch(request, context):
+        written.append(b"SERVING")
+
+    handler = await _wrapped(grpc.unary_stream_rpc_method_handler(watch), max_send_bytes=1024)
+    with structlog.testing.capture_logs() as logs:
+        assert await handler.unary_stream(b"", _Context()) is None
+    assert written == [b"SERVING"]
+    assert [e["code"] for e in logs if e["event"] == "rpc"] == ["OK"]
