@@ -244,3 +244,28 @@ async def test_a_stream_written_by_its_handler_has_no_response_to_hold_to_the_se
         assert await handler.unary_stream(b"", _Context()) is None
     assert written == [b"SERVING"]
     assert [e["code"] for e in logs if e["event"] == "rpc"] == ["OK"]
+
+
+@run
+async def test_a_stream_cancelled_or_closed_under_its_handler_is_logged_cancelled_and_ends():
+    """grpc cancels a stream's task when its client goes away, or closes the generator: either
+    way the line says CANCELLED with the messages sent so far, and the cancellation is not
+    swallowed (a swallowed one would end the stream as if it had finished)."""
+
+    async def cancelled(request, context):
+        yield b"first"
+        raise asyncio.CancelledError
+
+    async def endless(request, context):
+        while True:
+            yield b"again"
+
+    with structlog.testing.capture_logs() as logs:
+        stream = (await _wrapped(grpc.unary_stream_rpc_method_handler(cancelled))).unary_stream(b"", _Context())
+        assert await stream.__anext__() == b"first"
+        with pytest.raises(asyncio.CancelledError):
+            await stream.__anext__()
+        closed = (await _wrapped(grpc.unary_stream_rpc_method_handler(endless))).unary_stream(b"", _Context())
+        assert [await closed.__anext__() for _ in range(3)] == [b"again"] * 3
+        await closed.aclose()
+    assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("CANCELLED", 1), ("CANCELLED", 2)]
