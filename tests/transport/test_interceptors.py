@@ -143,6 +143,8 @@ async def test_without_a_send_limit_responses_and_stream_messages_go_unchecked()
 
     line, raised = await _rpc_line_of(answer, _Context())
     assert (line["code"], raised) == ("OK", None)
+    # nothing noted: the fields not known are left out, not written empty
+    assert sorted(line) == ["code", "duration_ms", "event", "log_level", "method", "request_id"]
     stream = await _wrapped(grpc.unary_stream_rpc_method_handler(messages))
     with structlog.testing.capture_logs() as logs:
         sent = [m async for m in stream.unary_stream(b"", _Context())]
