@@ -271,3 +271,34 @@ async def test_a_stream_cancelled_or_closed_under_its_handler_is_logged_cancelle
         assert [await closed.__anext__() for _ in range(3)] == [b"again"] * 3
         await closed.aclose()
     assert [(e["code"], e["messages"]) for e in logs if e["event"] == "rpc"] == [("CANCELLED", 1), ("CANCELLED", 2)]
+
+
+class _ContextWithoutState(_Context):
+    """A context that cannot say its deadline or its code (an API that grpc may drop)."""
+
+    def time_remaining(self) -> float | None:
+        raise NotImplementedError
+
+    def code(self) -> grpc.StatusCode | None:
+        raise NotImplementedError
+
+
+@run
+async def test_a_context_that_cannot_say_its_deadline_or_code_changes_no_answer():
+    """Observing a call never changes its answer: a context that cannot tell its deadline or
+    its code leaves the response, the exception and the cancellation as the handler made
+    them, and the line says what can be known (CANCELLED, UNKNOWN, OK)."""
+    error = RuntimeError("boom")
+
+    async def cancelled(request, context):
+        raise asyncio.CancelledError
+
+    async def failing(request, context):
+        raise error
+
+    async def answer(request, context):
+        return b"response"
+
+    outcomes = [await _rpc_line_of(behavior, _ContextWithoutState()) for behavior in (cancelled, failing, answer)]
+    assert [line["code"] for line, _ in outcomes] == ["CANCELLED", "UNKNOWN", "OK"]
+    assert type(outcomes[0][1]) is asyncio.CancelledError and outcomes[1][1] is error and outcomes[2][1] is None
