@@ -302,3 +302,17 @@ async def test_a_context_that_cannot_say_its_deadline_or_code_changes_no_answer(
     outcomes = [await _rpc_line_of(behavior, _ContextWithoutState()) for behavior in (cancelled, failing, answer)]
     assert [line["code"] for line, _ in outcomes] == ["CANCELLED", "UNKNOWN", "OK"]
     assert type(outcomes[0][1]) is asyncio.CancelledError and outcomes[1][1] is error and outcomes[2][1] is None
+
+
+@run
+async def test_the_code_the_servicer_noted_is_the_lines_whatever_the_context_says():
+    """The servicer notes the code of its error table before it aborts: that code is the
+    line's, read from the RPC context rather than from grpc's state of the call."""
+
+    async def refused(request, context):
+        rpc = current_rpc()
+        rpc.code, rpc.reason = "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE"
+        raise RuntimeError("aborted")
+
+    line, raised = await _rpc_line_of(refused, _Context())
+    assert (line["code"], line["reason"], type(raised)) == ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE", RuntimeError)
