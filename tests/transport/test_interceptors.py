@@ -274,7 +274,8 @@ async def test_a_stream_cancelled_or_closed_under_its_handler_is_logged_cancelle
 
 
 class _ContextWithoutState(_Context):
-    """A context that cannot say its deadline or its code (an API that grpc may drop)."""
+    """A context whose deadline and code cannot be read (a servicer context other than
+    grpc.aio's, which has both)."""
 
     def time_remaining(self) -> float | None:
         raise NotImplementedError
