@@ -289,6 +289,17 @@ def test_a_growing_list_extends_its_previous_encoding_exactly():
     assert wire.memo_struct_body({"l": log[:2]}) == wire.struct_body({"l": log[:2]})
 
 
+def test_a_list_whose_prefix_was_encoded_is_not_walked_again(monkeypatch):
+    """What wire._grown_list is for: a deal's log grown by one action is encoded by extending
+    the previous action's encoding with the new entry, not by walking the whole log again
+    (a key cut wrongly from the list's marshal, or of another marshal version, misses it)."""
+    log = [{"seat": seat, "action": f"play:{card}", "grown": "prefix-test"}
+           for seat, card in enumerate(["AS", "KS", "QS"])]
+    wire.memo_struct_body({"deal_actions": log[:2]})
+    monkeypatch.setattr(wire, "_memo_list", lambda items: pytest.fail("the whole list was encoded again"))
+    assert wire.memo_struct_body({"deal_actions": log}) == wire.struct_body({"deal_actions": log})
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_json, min_size=2, max_size=8))
 def test_the_key_of_a_list_without_its_last_item_is_cut_from_its_own(items):
