@@ -369,12 +369,12 @@ def test_a_closed_postgres_store_stops_watching_and_never_takes_its_lock_again(p
     async def go():
         st = PostgresStore(url, ownership_check_s=0.02)
         await st.open()
-        watchdog = st._owner._watchdog
+        watchdog, session = st._owner._watchdog, st._owner._conn
         await st.close()
         await asyncio.sleep(0.1)  # five checks' time
-        return watchdog.done(), _lock_backend(pg_database, schema)
+        return watchdog.done(), session.closed, _lock_backend(pg_database, schema)
 
-    assert run(go()) == (True, None)
+    assert run(go()) == (True, True, None)
 
 
 def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
@@ -392,6 +392,55 @@ def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
             await st.close()
 
     assert run(go()) == (True, False)
+
+
+def test_a_lock_session_the_server_refuses_is_reported_in_the_servers_words(pg_url, monkeypatch):
+    """An attempt to take the lock that the server refuses (here its settings statement) is a
+    StoreError quoting the server's message alone (not the statement it quotes back), not a
+    server without an answer; the session is closed, nothing held."""
+    monkeypatch.setattr(pg_ownership, "_SERVER_SETTINGS", "SELEC 1")
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        assert owner._conn is None and not owner.held
+        await owner.release()  # never acquired (nor watched): nothing to let go
+        return str(refused.value)
+
+    assert run(go()) == 'cannot take the lock of the database: syntax error at or near "SELEC"'
+
+
+def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
+    """The store knows each lock session it opened by its server pid and start (a pid is
+    reused by later sessions), and so tells its own from a later session with that pid."""
+    async def go():
+        st = PostgresStore(pg_url, ownership_check_s=60)
+        await st.open()
+        try:
+            owner = st._owner
+            holder = await owner._holder_row()
+            return owner._pid, dict(owner._sessions), holder, owner._own(holder)
+        finally:
+            await st.close()
+
+    pid, sessions, holder, own = run(go())
+    assert holder[0] == pid and sessions == {pid: holder[3]} and holder[3] is not None and own
+
+
+def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable_server(pg_url, monkeypatch):
+    """The attempt's bound running out (here at once) is a server that gave no answer, not a
+    refusal; its session stays known to the store (the lock may have been granted to it, the
+    answer lost)."""
+    monkeypatch.setattr(pg_ownership, "Bound", lambda seconds, real=pg_ownership.Bound: real(0.0))
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database", timeout_s=3)
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), owner._conn, len(owner._sessions)
+
+    assert run(go()) == ("the database gave no answer within 3 s", None, 1)
 
 
 def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypatch):
@@ -629,6 +678,10 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
         owner.doubt()
         assert await owner._restored(owner._doubts) is None
         assert not owner.held and not owner._verdict.is_set() and owner._since is not None
+        owner.on_restored = None  # nothing to check: writes resume, nothing said
+        with structlog.testing.capture_logs() as logs:
+            assert await owner._restored(owner._doubts) is not None
+        assert owner.held and logs == []
 
     run(go())
 
@@ -752,6 +805,7 @@ def test_a_check_without_an_answer_takes_the_server_for_unreachable_at_once(monk
         assert not await owner._still_held()
         assert owner.unreachable == "the server is down"
         assert owner._silence == "the database gave no answer within 2.5 s to the check of the lock"
+        assert not await _advisory()._still_held()  # no lock session (lost): not held
         quiet = _advisory()  # no on_silent
         quiet._conn = _SeveredConn()
         assert not await quiet._still_held()
@@ -859,6 +913,11 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     assert told == ["the database is now held by another engine process (the-other-engine; server pid 99); "
                     "this engine stops"]
     assert [(e["event"], e["log_level"]) for e in logs] == [("db_ownership_lost", "error")]
+    untold = _advisory(check_s=0.01)  # nobody to tell: it stops all the same
+    _scripted(untold, monkeypatch, checks=[False], takes=[False], holders=[(99, None, None, None, None)])
+    untold._watchdog = object()
+    run(untold._watch())
+    assert untold.lost
 
 
 def test_sever_fails_a_waiting_call_at_once_and_leaves_a_closed_connection_alone(pg_url):
