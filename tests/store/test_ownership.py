@@ -309,8 +309,10 @@ def test_a_second_store_on_a_postgres_schema_is_refused_naming_the_holder(pg_dat
         first = PostgresStore(url)
         await first.open()
         try:
-            with pytest.raises(StoreInUse) as refused:
+            with structlog.testing.capture_logs() as logs, pytest.raises(StoreInUse) as refused:
                 await PostgresStore(url).open()
+            # no wait asked for: refused at once, the waiting path not taken
+            assert [line for line in logs if line["event"] == "db_lock_waiting"] == []
             neighbour = PostgresStore(other_url)  # another schema of the same database: its own
             await neighbour.open()
             await neighbour.create_match(record())
@@ -426,6 +428,7 @@ def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
 
     pid, sessions, holder, own = run(go())
     assert holder[0] == pid and sessions == {pid: holder[3]} and holder[3] is not None and own
+    assert holder[4] is not None  # idle between checks, never in a transaction: its silence is known
 
 
 def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable_server(pg_url, monkeypatch):
@@ -937,3 +940,37 @@ def test_sever_fails_a_waiting_call_at_once_and_leaves_a_closed_connection_alone
         return waited
 
     assert run(go()) < 5
+
+
+def test_a_check_without_an_answer_refuses_calls_before_the_lock_is_tried_again(monkeypatch):
+    """The check got no answer (a hang, a partition): the server is said unreachable, for that
+    reason, and the calls waiting for a verdict have it, before the attempt to take the lock
+    again (which may wait its whole bound for a server that will not answer)."""
+    owner = _advisory(check_s=0.01)
+    seen: list[tuple] = []
+
+    async def unanswered():
+        owner._silence = "the database gave no answer within 1 s to the check of the lock"
+        return False
+
+    async def take():
+        seen.append((owner.unreachable, owner._verdict.is_set()))
+        raise StoreError("cannot connect to the database: no answer within 10 s")
+
+    monkeypatch.setattr(owner, "_still_held", unanswered)
+    monkeypatch.setattr(owner, "_try_take", take)
+
+    async def go():
+        owner._watchdog = object()
+        owner.doubt()
+        with structlog.testing.capture_logs() as logs:
+            watchdog = asyncio.create_task(owner._watch())
+            while not seen:
+                await asyncio.sleep(0.01)
+            watchdog.cancel()
+        return logs
+
+    logs = run(go())
+    assert seen[0] == ("the database gave no answer within 1 s to the check of the lock", True)
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("db_unreachable", "the database gave no answer within 1 s to the check of the lock")]
