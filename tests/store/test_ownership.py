@@ -859,9 +859,10 @@ def _scripted(owner, monkeypatch, checks, takes, holders) -> list[str]:
 
 def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refused(monkeypatch):
     """A doubt confirmed by the next check; a lost session (closed) then the server
-    unreachable (said once, writes refused at once), then a lock held by nobody by the time
-    it is asked (tried again), by an old session of the store's own (ended, never taken for
-    another engine), and taken again: writes resume, told how long they were refused."""
+    unreachable (said once an outage, writes refused at once), a lock held by nobody by the
+    time it is asked (tried again), the server unreachable again (a new outage: said again),
+    a lock held by an old session of the store's own (ended, never taken for another engine),
+    and taken again: writes resume, told how long they were refused."""
     restored: list[bool] = []
 
     async def on_restored():
@@ -871,7 +872,7 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
     owner._sessions = {7: "start 7"}
     monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
     done = _scripted(owner, monkeypatch, checks=[True, True, False, False, False, False, False, True],
-                     takes=[StoreError("cannot connect"), StoreError("cannot connect"), False, False, True],
+                     takes=[StoreError("cannot connect"), False, StoreError("cannot connect"), False, True],
                      holders=[None, (7, "this engine", None, "start 7", 3.0)])
 
     class Conn:
@@ -890,13 +891,13 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
         return conn, logs
 
     conn, logs = run(go())
-    assert done == ["check", "check", "check", "take", "check", "take", "check", "take", "holder",
+    assert done == ["check", "check", "check", "take", "check", "take", "holder", "check", "take",
                     "check", "take", "holder", "end 7", "check", "take", "check", "check"]
     assert conn.closed and restored == [False, False] and owner.held and not owner.lost
     assert owner.unreachable is None and owner._verdict.is_set()
     events = [(e["event"], e.get("refused_s") is not None) for e in logs]
     assert events == [("db_ownership_confirmed", True), ("db_ownership_connection_lost", False),
-                      ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
+                      ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
 
 
 def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
