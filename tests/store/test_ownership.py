@@ -446,6 +446,32 @@ def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable
     assert run(go()) == ("the database gave no answer within 3 s", None, 1)
 
 
+class _LostAtOnce(pg_ownership.Bound):
+    """A connection lost under the call (severed at once), its bound never run out."""
+
+    @contextlib.contextmanager
+    def on(self, conn, seconds=None):
+        pg_ownership.sever(conn)
+        yield
+
+
+def test_a_lock_session_lost_while_the_lock_is_taken_is_reported_as_lost(pg_url, monkeypatch):
+    """A lock session lost during the attempt (no answer from a server that said nothing:
+    psycopg's own error) is a StoreError saying so, not "None", and not a server without an
+    answer within the bound."""
+    monkeypatch.setattr(pg_ownership, "Bound", _LostAtOnce)
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value)
+
+    message = run(go())
+    assert message.startswith("cannot take the lock of the database: ") and "None" not in message, message
+    assert "server closed the connection unexpectedly" in message, message  # libpq's words
+
+
 def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypatch):
     waited, attempts, pauses = _waited_for_the_holder(lambda **kw: PostgresStore(pg_url, **kw), 0.5, monkeypatch)
     assert waited >= 0.4
