@@ -772,7 +772,7 @@ def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(
     knows, else the holder's), and says whether it ended it; when the role may not, the
     warning says how long the server may keep it and how to end it."""
     asked: list[tuple[str, dict]] = []
-    answers = iter([(True,), (False,)])
+    answers = iter([(True,), (False,), None])
 
     async def ask(sql, params):
         asked.append((sql, params))
@@ -787,15 +787,19 @@ def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(
             await owner._end_old((11, "this engine", None, "another start", 30.0))
             await owner._end_old((11, "this engine", None, "another start", 32.0))  # asked once
             await owner._end_old((12, "this engine", None, "start 12", 1.0))
+            await owner._end_old((13, "this engine", None, "start 13", 2.0))  # no answer
         return logs
 
     logs = run(go())
     assert asked == [(pg_ownership._END_OLD, {"pid": 11, "start": "start 11"}),
-                     (pg_ownership._END_OLD, {"pid": 12, "start": "start 12"})]
+                     (pg_ownership._END_OLD, {"pid": 12, "start": "start 12"}),
+                     (pg_ownership._END_OLD, {"pid": 13, "start": "start 13"})]
     assert [(e["event"], e["server_pid"], e["ended"], e["idle_s"]) for e in logs] == [
-        ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0)]
+        ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0),
+        ("db_lock_held_by_old_session", 13, False, 2.0)]
     assert "action" not in logs[0]
     assert logs[1]["action"].endswith("SELECT pg_terminate_backend(12)")
+    assert logs[2]["action"].endswith("SELECT pg_terminate_backend(13)")
     assert f"within {pg_ownership.SERVER_WINDOW_S} s" in logs[1]["action"]
 
 
