@@ -174,6 +174,7 @@ def _waited_for_the_holder(make, release_after_s: float, monkeypatch) -> tuple[f
         waiting = [line for line in logs if line["event"] == "db_lock_waiting"]
         assert len(waiting) == 1 and waiting[0]["log_level"] == "warning", logs
         assert f"pid {os.getpid()} " in waiting[0]["holder"] and 9 <= waiting[0]["wait_s"] <= 10
+        assert waiting[0]["db"]  # which database it waits for
         await releasing
         await second.create_match(record())
         await second.close()
@@ -372,6 +373,7 @@ def test_a_closed_postgres_store_stops_watching_and_never_takes_its_lock_again(p
         st = PostgresStore(url, ownership_check_s=0.02)
         await st.open()
         watchdog, session = st._owner._watchdog, st._owner._conn
+        assert watchdog.get_name() == "store-ownership"  # named in task dumps
         await st.close()
         await asyncio.sleep(0.1)  # five checks' time
         return watchdog.done(), session.closed, _lock_backend(pg_database, schema)
@@ -698,7 +700,8 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
             refused_s = await owner._restored(owner._doubts)
         assert seen == [False] and owner.held and owner._verdict.is_set() and owner._since is None
         assert 0.04 <= refused_s < 5
-        assert [(e["event"], e["error"]) for e in logs] == [("db_pool_check_failed", "a dead connection")]
+        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
+            ("db_pool_check_failed", "a dead connection", "the database")]
 
         async def doubted_again():
             owner.doubt()
@@ -731,7 +734,8 @@ def test_a_verdict_is_waited_for_only_while_one_is_due():
             await owner.verdict(5.0)  # the server found unreachable: a verdict
             owner._unreachable("still down")
         assert owner.unreachable == "still down"
-        assert [(e["event"], e["error"]) for e in logs] == [("db_unreachable", "the server is down")]
+        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
+            ("db_unreachable", "the server is down", "the database")]
         return waited
 
     assert 0.09 <= run(go()) < 2
@@ -797,7 +801,7 @@ def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(
     assert [(e["event"], e["server_pid"], e["ended"], e["idle_s"]) for e in logs] == [
         ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0),
         ("db_lock_held_by_old_session", 13, False, 2.0)]
-    assert "action" not in logs[0]
+    assert "action" not in logs[0] and {e["db"] for e in logs} == {"the database"}
     assert logs[1]["action"].endswith("SELECT pg_terminate_backend(12)")
     assert logs[2]["action"].endswith("SELECT pg_terminate_backend(13)")
     assert f"within {pg_ownership.SERVER_WINDOW_S} s" in logs[1]["action"]
@@ -928,6 +932,7 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
     events = [(e["event"], e.get("refused_s") is not None) for e in logs]
     assert events == [("db_ownership_confirmed", True), ("db_ownership_connection_lost", False),
                       ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
+    assert {e["db"] for e in logs} == {"the database"}
 
 
 def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
@@ -946,7 +951,7 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     assert done == ["check", "take", "holder"] and owner.lost and owner._verdict.is_set()
     assert told == ["the database is now held by another engine process (the-other-engine; server pid 99); "
                     "this engine stops"]
-    assert [(e["event"], e["log_level"]) for e in logs] == [("db_ownership_lost", "error")]
+    assert [(e["event"], e["log_level"], e["db"]) for e in logs] == [("db_ownership_lost", "error", "the database")]
     untold = _advisory(check_s=0.01)  # nobody to tell: it stops all the same
     _scripted(untold, monkeypatch, checks=[False], takes=[False], holders=[(99, None, None, None, None)])
     untold._watchdog = object()
