@@ -618,6 +618,17 @@ def test_the_lock_sessions_name_fits_the_63_bytes_of_an_application_name(monkeyp
     assert len(name) == 63 and name.startswith(f"cardgames-engine owner pid {os.getpid()} on hhh")
 
 
+def test_the_lock_connection_has_keepalives_and_its_name_unless_the_url_sets_them(monkeypatch):
+    """libpq's keepalives on the lock connection, so that the engine notices a dead server;
+    those the URL sets are kept (its application_name is not: the lock names its process)."""
+    from psycopg.conninfo import conninfo_to_dict
+    monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
+    params = conninfo_to_dict(pg_ownership.AdvisoryOwnership(
+        "dbname=cardgames keepalives_idle=60 application_name=mine", "the database")._conninfo)
+    assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "60",
+                      "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
+
+
 def test_a_bound_cut_early_keeps_its_first_reason_and_severs_once(monkeypatch):
     """cut() severs at once, for the reason given (the call's error quotes it); a second cut,
     or the bound running out after it, neither severs again nor changes that reason."""
@@ -951,7 +962,8 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     assert done == ["check", "take", "holder"] and owner.lost and owner._verdict.is_set()
     assert told == ["the database is now held by another engine process (the-other-engine; server pid 99); "
                     "this engine stops"]
-    assert [(e["event"], e["log_level"], e["db"]) for e in logs] == [("db_ownership_lost", "error", "the database")]
+    assert [(e["event"], e["log_level"], e["db"], e["holder"]) for e in logs] == [
+        ("db_ownership_lost", "error", "the database", "another engine process (the-other-engine; server pid 99)")]
     untold = _advisory(check_s=0.01)  # nobody to tell: it stops all the same
     _scripted(untold, monkeypatch, checks=[False], takes=[False], holders=[(99, None, None, None, None)])
     untold._watchdog = object()
