@@ -629,6 +629,24 @@ def test_the_lock_connection_has_keepalives_and_its_name_unless_the_url_sets_the
                       "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
 
 
+def test_a_server_that_accepts_no_connection_in_time_is_unreachable_and_says_so(monkeypatch):
+    """Taking the lock, or asking who holds it, waits timeout_s at most for a connection (a
+    server that accepts TCP but does not answer): the attempt is a StoreError saying so, the
+    question has no answer (None)."""
+    async def hang(*args, **kwargs):
+        await asyncio.sleep(60)
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", hang)
+
+    async def go():
+        owner = _advisory(timeout_s=0.05)
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), await owner._holder_row(), owner._sessions
+
+    assert run(go()) == ("cannot connect to the database: no answer within 0.05 s", None, {})
+
+
 def test_a_bound_cut_early_keeps_its_first_reason_and_severs_once(monkeypatch):
     """cut() severs at once, for the reason given (the call's error quotes it); a second cut,
     or the bound running out after it, neither severs again nor changes that reason."""
