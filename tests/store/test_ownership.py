@@ -6,6 +6,7 @@ after a lost connection, and a lock another engine took meanwhile stops writes f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import signal
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 
+import psycopg
 import pytest
 import structlog
 import structlog.testing
@@ -172,6 +174,7 @@ def _waited_for_the_holder(make, release_after_s: float, monkeypatch) -> tuple[f
         waiting = [line for line in logs if line["event"] == "db_lock_waiting"]
         assert len(waiting) == 1 and waiting[0]["log_level"] == "warning", logs
         assert f"pid {os.getpid()} " in waiting[0]["holder"] and 9 <= waiting[0]["wait_s"] <= 10
+        assert waiting[0]["db"]  # which database it waits for
         await releasing
         await second.create_match(record())
         await second.close()
@@ -307,8 +310,10 @@ def test_a_second_store_on_a_postgres_schema_is_refused_naming_the_holder(pg_dat
         first = PostgresStore(url)
         await first.open()
         try:
-            with pytest.raises(StoreInUse) as refused:
+            with structlog.testing.capture_logs() as logs, pytest.raises(StoreInUse) as refused:
                 await PostgresStore(url).open()
+            # no wait asked for: refused at once, the waiting path not taken
+            assert [line for line in logs if line["event"] == "db_lock_waiting"] == []
             neighbour = PostgresStore(other_url)  # another schema of the same database: its own
             await neighbour.open()
             await neighbour.create_match(record())
@@ -357,6 +362,116 @@ def test_a_closed_postgres_store_has_let_go_when_close_returns(pg_database, pg_s
         return left
 
     assert run(go()) == [None] * 5
+
+
+def test_a_closed_postgres_store_stops_watching_and_never_takes_its_lock_again(pg_database, pg_schema):
+    """close() stops the watchdog first: left running, it found the lock session gone at its
+    next check and took the lock again, holding the schema for a store nobody uses."""
+    schema, url = pg_schema
+
+    async def go():
+        st = PostgresStore(url, ownership_check_s=0.02)
+        await st.open()
+        watchdog, session = st._owner._watchdog, st._owner._conn
+        assert watchdog.get_name() == "store-ownership"  # named in task dumps
+        await st.close()
+        await asyncio.sleep(0.1)  # five checks' time
+        return watchdog.done(), session.closed, _lock_backend(pg_database, schema)
+
+    assert run(go()) == (True, True, None)
+
+
+def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
+    """The check asks whether the lock session holds the lock, not whether it answers: a
+    session that no longer holds it (here unlocked on it) is not held, though connected."""
+    async def go():
+        st = PostgresStore(pg_url, ownership_check_s=60)
+        await st.open()
+        try:
+            owner = st._owner
+            held = await owner._still_held()
+            await owner._conn.execute(pg_ownership._UNLOCK, {"cls": OWNER_LOCK_CLASS})
+            return held, await owner._still_held()
+        finally:
+            await st.close()
+
+    assert run(go()) == (True, False)
+
+
+def test_a_lock_session_the_server_refuses_is_reported_in_the_servers_words(pg_url, monkeypatch):
+    """An attempt to take the lock that the server refuses (here its settings statement) is a
+    StoreError quoting the server's message alone (not the statement it quotes back), not a
+    server without an answer; the session is closed, nothing held."""
+    monkeypatch.setattr(pg_ownership, "_SERVER_SETTINGS", "SELEC 1")
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        assert owner._conn is None and not owner.held
+        await owner.release()  # never acquired (nor watched): nothing to let go
+        return str(refused.value)
+
+    assert run(go()) == 'cannot take the lock of the database: syntax error at or near "SELEC"'
+
+
+def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
+    """The store knows each lock session it opened by its server pid and start (a pid is
+    reused by later sessions), and so tells its own from a later session with that pid."""
+    async def go():
+        st = PostgresStore(pg_url, ownership_check_s=60)
+        await st.open()
+        try:
+            owner = st._owner
+            holder = await owner._holder_row()
+            return owner._pid, dict(owner._sessions), holder, owner._own(holder)
+        finally:
+            await st.close()
+
+    pid, sessions, holder, own = run(go())
+    assert holder[0] == pid and sessions == {pid: holder[3]} and holder[3] is not None and own
+    assert holder[4] is not None  # idle between checks, never in a transaction: its silence is known
+
+
+def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable_server(pg_url, monkeypatch):
+    """The attempt's bound running out (here at once) is a server that gave no answer, not a
+    refusal; its session stays known to the store (the lock may have been granted to it, the
+    answer lost)."""
+    monkeypatch.setattr(pg_ownership, "Bound", lambda seconds, real=pg_ownership.Bound: real(0.0))
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database", timeout_s=3)
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), owner._conn, len(owner._sessions)
+
+    assert run(go()) == ("the database gave no answer within 3 s", None, 1)
+
+
+class _LostAtOnce(pg_ownership.Bound):
+    """A connection lost under the call (severed at once), its bound never run out."""
+
+    @contextlib.contextmanager
+    def on(self, conn, seconds=None):
+        pg_ownership.sever(conn)
+        yield
+
+
+def test_a_lock_session_lost_while_the_lock_is_taken_is_reported_as_lost(pg_url, monkeypatch):
+    """A lock session lost during the attempt (no answer from a server that said nothing:
+    psycopg's own error) is a StoreError saying so, not "None", and not a server without an
+    answer within the bound."""
+    monkeypatch.setattr(pg_ownership, "Bound", _LostAtOnce)
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value)
+
+    message = run(go())
+    assert message.startswith("cannot take the lock of the database: ") and "None" not in message, message
+    assert "server closed the connection unexpectedly" in message, message  # libpq's words
 
 
 def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypatch):
@@ -435,3 +550,494 @@ def test_a_lock_taken_by_another_engine_meanwhile_stops_this_one(pg_database, pg
     assert len(told) == 1 and "this engine stops" in told[0] and "(the-other-engine; server pid " in told[0]
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
     assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 0
+
+
+# ---- PostgreSQL: what the lock's holder is told, without a server ---------------------------
+
+def _advisory(**kw) -> pg_ownership.AdvisoryOwnership:
+    return pg_ownership.AdvisoryOwnership("dbname=cardgames", "the database", **kw)
+
+
+def test_a_refusal_names_what_the_role_may_see_of_the_holder():
+    """The holder as pg_stat_activity shows it: each part said only when known (an idle time
+    of 0 s is known), and a holder nobody could describe is still "another engine process"."""
+    from datetime import datetime, timezone
+    describe = pg_ownership.AdvisoryOwnership._describe
+    started = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    assert describe(None) == describe(()) == "another engine process"
+    assert describe((123, "the-other-engine", "10.0.0.7", started, 7.4)) == (
+        "another engine process (the-other-engine; server pid 123, from 10.0.0.7, "
+        "since 2026-01-02T03:04:05+00:00, no query for 7 s)")
+    assert describe((123, "", None, None, 0.0)) == (
+        "another engine process (no application_name; server pid 123, no query for 0 s)")
+    assert describe((123, None, None, None, None)) == "another engine process (no application_name; server pid 123)"
+
+
+def test_a_holder_silent_for_three_checks_is_refused_with_how_to_end_its_session():
+    """Below three checks' time without a query (or that time unknown) the holder is taken
+    for a running engine: stop it first. From three checks on, the refusal says that its
+    engine is most likely gone, when the server ends its session, and the statement that ends
+    it now, for that holder's pid."""
+    owner = _advisory()
+    stale_s = 3 * pg_ownership.CHECK_S
+
+    def row(idle_s):
+        return (4321, "old-engine", None, None, idle_s)
+
+    for fresh in (None, row(None), row(0.0), row(stale_s - 0.01)):
+        refusal = owner._refusal(fresh)
+        assert refusal.startswith("the database is in use by another engine process")
+        assert refusal.endswith("; one engine per database (or schema): stop the other one first"), refusal
+    for stale in (row(stale_s), row(3600.0)):
+        refusal = owner._refusal(stale)
+        assert "stop the other one first" not in refusal and "most likely gone" in refusal
+        assert f"The server ends it {pg_ownership.SERVER_WINDOW_S} s after the last packet" in refusal
+        assert refusal.endswith("runs, end it: SELECT pg_terminate_backend(4321)"), refusal
+    assert f"has not checked the lock for {stale_s:.0f} s" in owner._refusal(row(stale_s))
+
+
+def test_a_lock_holder_is_this_stores_own_only_by_its_pid_and_start(monkeypatch):
+    """A session the store opened: its server pid, and its start when both sides know it (a
+    server pid is reused by later sessions); the start unknown on either side, the
+    application_name, this process's, decides."""
+    monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
+    owner = _advisory()
+    owner._sessions = {1: "start 1", 2: None}
+    assert owner._own((1, "this engine", None, "start 1", None))
+    assert not owner._own((1, "this engine", None, "a later start", None))  # the pid reused
+    assert not owner._own((3, "this engine", None, "start 1", None))  # never opened here
+    assert owner._own((2, "this engine", None, "start 2", None))
+    assert not owner._own((2, "another engine", None, "start 2", None))
+    assert owner._own((1, "this engine", None, None, None))
+    assert not owner._own((1, "another engine", None, None, None))
+
+
+def test_the_lock_sessions_name_fits_the_63_bytes_of_an_application_name(monkeypatch):
+    monkeypatch.setattr(pg_ownership.socket, "gethostname", lambda: "h" * 100)
+    name = pg_ownership.application_name()
+    assert len(name) == 63 and name.startswith(f"cardgames-engine owner pid {os.getpid()} on hhh")
+
+
+def test_the_lock_connection_has_keepalives_and_its_name_unless_the_url_sets_them(monkeypatch):
+    """libpq's keepalives on the lock connection, so that the engine notices a dead server;
+    those the URL sets are kept (its application_name is not: the lock names its process)."""
+    from psycopg.conninfo import conninfo_to_dict
+    monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
+    params = conninfo_to_dict(pg_ownership.AdvisoryOwnership(
+        "dbname=cardgames keepalives_idle=60 application_name=mine", "the database")._conninfo)
+    assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "60",
+                      "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
+
+
+def test_a_server_that_accepts_no_connection_in_time_is_unreachable_and_says_so(monkeypatch):
+    """Taking the lock, or asking who holds it, waits timeout_s at most for a connection (a
+    server that accepts TCP but does not answer): the attempt is a StoreError saying so, the
+    question has no answer (None)."""
+    async def hang(*args, **kwargs):
+        await asyncio.sleep(60)
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", hang)
+
+    async def go():
+        owner = _advisory(timeout_s=0.05)
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), await owner._holder_row(), owner._sessions
+
+    assert run(go()) == ("cannot connect to the database: no answer within 0.05 s", None, {})
+
+
+def test_a_bound_cut_early_keeps_its_first_reason_and_severs_once(monkeypatch):
+    """cut() severs at once, for the reason given (the call's error quotes it); a second cut,
+    or the bound running out after it, neither severs again nor changes that reason."""
+    severed: list[object] = []
+    monkeypatch.setattr(pg_ownership, "sever", severed.append)
+    conn = object()
+
+    async def go():
+        bound = pg_ownership.Bound(0.01)
+        with bound.on(conn, 10.0):  # the call's own bound, not the default's
+            await asyncio.sleep(0.05)
+            assert not bound.fired and severed == []
+            bound.cut(conn, "the check of the lock got no answer")
+            bound.cut(conn, "a later reason")
+        return bound
+
+    bound = run(go())
+    assert bound.fired and bound.why == "the check of the lock got no answer" and severed == [conn]
+
+
+def test_a_bound_severs_a_call_still_waiting_when_it_runs_out(monkeypatch):
+    severed: list[object] = []
+    monkeypatch.setattr(pg_ownership, "sever", severed.append)
+    conn = object()
+
+    async def go():
+        bound, left = pg_ownership.Bound(0.02), pg_ownership.Bound(0.02)
+        with bound.on(conn):
+            await asyncio.sleep(0.1)
+        with left.on(conn):
+            pass
+        await asyncio.sleep(0.1)  # left before its bound: never fired
+        return bound, left
+
+    bound, left = run(go())
+    assert bound.fired and bound.why is None and not left.fired and severed == [conn]
+
+
+def test_a_doubt_refuses_writes_and_wakes_the_watchdog_unless_nothing_is_watched():
+    """A lost connection of the store puts a held lock in doubt at once (held False, the
+    watchdog woken, the refusal timed) until a check answers it; a store whose lock is not
+    watched (not open) or is lost for good has nothing to doubt."""
+    async def go():
+        owner = _advisory()
+        owner._conn = object()
+        owner.doubt()  # not watched: nothing happens
+        assert owner.held and owner._since is None and not owner._wake.is_set()
+        owner._watchdog = object()
+        owner.doubt()
+        assert not owner.held and owner._since is not None and owner._wake.is_set()
+        assert not owner._verdict.is_set()
+        since = owner._since
+        owner.doubt()  # the refusal dates from the first doubt
+        assert owner._doubts == 2 and owner._since == since
+        lost = _advisory()
+        lost._conn, lost._watchdog, lost.lost = object(), object(), True
+        lost.doubt()
+        assert lost._doubts == 0 and lost._verdict.is_set() and not lost._wake.is_set()
+
+    run(go())
+
+
+def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checked():
+    """The lock confirmed after a doubt: on_restored (the pool's check) is awaited while writes
+    are still refused, a failure of it does not keep them refused, and then writes resume,
+    told how long they were refused; a doubt raised meanwhile keeps them refused until the
+    next check."""
+    async def go():
+        seen: list[bool] = []
+
+        async def restored():
+            seen.append(owner.held)
+            raise OSError("a dead connection")
+
+        owner = _advisory(on_restored=restored)
+        owner._conn, owner._watchdog = object(), object()
+        owner.doubt()
+        await asyncio.sleep(0.05)
+        with structlog.testing.capture_logs() as logs:
+            refused_s = await owner._restored(owner._doubts)
+        assert seen == [False] and owner.held and owner._verdict.is_set() and owner._since is None
+        assert 0.04 <= refused_s < 2  # the time since the doubt
+        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
+            ("db_pool_check_failed", "a dead connection", "the database")]
+
+        async def doubted_again():
+            owner.doubt()
+
+        owner.on_restored = doubted_again
+        owner.doubt()
+        assert await owner._restored(owner._doubts) is None
+        assert not owner.held and not owner._verdict.is_set() and owner._since is not None
+        owner.on_restored = None  # nothing to check: writes resume, nothing said
+        with structlog.testing.capture_logs() as logs:
+            assert await owner._restored(owner._doubts) is not None
+        assert owner.held and logs == []
+
+    run(go())
+
+
+def test_a_verdict_is_waited_for_only_while_one_is_due():
+    async def go():
+        owner = _advisory()
+        started = time.monotonic()
+        await owner.verdict(5.0)  # none due: at once
+        assert time.monotonic() - started < 1
+        owner._conn, owner._watchdog = object(), object()
+        owner.doubt()
+        started = time.monotonic()
+        await owner.verdict(0.1)  # due, and none comes: the wait ends at its timeout
+        waited = time.monotonic() - started
+        asyncio.get_running_loop().call_later(0.05, owner._unreachable, "the server is down")
+        with structlog.testing.capture_logs() as logs:
+            await owner.verdict(5.0)  # the server found unreachable: a verdict
+            owner._unreachable("still down")
+        assert owner.unreachable == "still down"
+        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
+            ("db_unreachable", "the server is down", "the database")]
+        return waited
+
+    assert 0.09 <= run(go()) < 2
+
+
+def test_the_watchdog_checks_every_check_s_while_held_and_every_retry_s_otherwise(monkeypatch):
+    pauses: list[float] = []
+    monkeypatch.setattr(pg_ownership, "asyncio", _Timeouts(asyncio, pauses))
+
+    async def go():
+        owner = _advisory(check_s=0.02)
+        owner._conn = object()
+        await owner._sleep()  # held
+        owner._conn = None
+        await owner._sleep()  # not held: the shorter of check_s and RETRY_S
+        slow = _advisory(check_s=60.0)
+        slow._wake.set()  # a doubt: at once, and the next sleep waits again
+        await slow._sleep()
+        assert not slow._wake.is_set()
+        slow._conn = object()
+        slow._wake.set()
+        await slow._sleep()
+
+    run(go())
+    assert pauses == [0.02, 0.02, pg_ownership.RETRY_S, 60.0]
+
+
+class _Timeouts(_Pauses):
+    """As :class:`_Pauses`, for the module's ``asyncio.timeout`` (the seconds asked for)."""
+
+    def timeout(self, seconds):
+        self._pauses.append(seconds)
+        return self._real.timeout(seconds)
+
+
+def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(monkeypatch):
+    """_end_old asks the server once per old session (by its pid and the start the store
+    knows, else the holder's), and says whether it ended it; when the role may not, the
+    warning says how long the server may keep it and how to end it."""
+    asked: list[tuple[str, dict]] = []
+    answers = iter([(True,), (False,), None])
+
+    async def ask(sql, params):
+        asked.append((sql, params))
+        return next(answers)
+
+    owner = _advisory()
+    monkeypatch.setattr(owner, "_ask", ask)
+    owner._sessions = {11: "start 11"}
+
+    async def go():
+        with structlog.testing.capture_logs() as logs:
+            await owner._end_old((11, "this engine", None, "another start", 30.0))
+            await owner._end_old((11, "this engine", None, "another start", 32.0))  # asked once
+            await owner._end_old((12, "this engine", None, "start 12", 1.0))
+            await owner._end_old((13, "this engine", None, "start 13", 2.0))  # no answer
+        return logs
+
+    logs = run(go())
+    assert asked == [(pg_ownership._END_OLD, {"pid": 11, "start": "start 11"}),
+                     (pg_ownership._END_OLD, {"pid": 12, "start": "start 12"}),
+                     (pg_ownership._END_OLD, {"pid": 13, "start": "start 13"})]
+    assert [(e["event"], e["server_pid"], e["ended"], e["idle_s"]) for e in logs] == [
+        ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0),
+        ("db_lock_held_by_old_session", 13, False, 2.0)]
+    assert "action" not in logs[0] and {e["db"] for e in logs} == {"the database"}
+    assert logs[1]["action"].endswith("SELECT pg_terminate_backend(12)")
+    assert logs[2]["action"].endswith("SELECT pg_terminate_backend(13)")
+    assert f"within {pg_ownership.SERVER_WINDOW_S} s" in logs[1]["action"]
+
+
+class _Unanswered:
+    """A lock session whose check gets no answer: the bound runs out at once (severing it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.fired, self.why = seconds, False, None
+
+    @contextlib.contextmanager
+    def on(self, conn, seconds=None):
+        self.fired = True
+        yield
+
+
+class _SeveredConn:
+    async def execute(self, *args):
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+def test_a_check_without_an_answer_takes_the_server_for_unreachable_at_once(monkeypatch):
+    """A check cut by its bound, max(check_s, 1) s: not held, the server unreachable for that
+    reason (an earlier one kept), and the store told (on_silent) to sever its waiting calls; a
+    check that failed otherwise (a lost connection) says nothing of the kind."""
+    monkeypatch.setattr(pg_ownership, "Bound", _Unanswered)
+    silent: list[float] = []
+
+    async def go():
+        owner = _advisory(check_s=0.5, on_silent=silent.append)
+        owner._conn = _SeveredConn()
+        assert not await owner._still_held()
+        assert owner.unreachable == owner._silence == (
+            "the database gave no answer within 1 s to the check of the lock")
+        owner._silence, owner.unreachable = None, "the server is down"
+        owner.check_s = 2.5
+        assert not await owner._still_held()
+        assert owner.unreachable == "the server is down"
+        assert owner._silence == "the database gave no answer within 2.5 s to the check of the lock"
+        assert not await _advisory()._still_held()  # no lock session (lost): not held
+        quiet = _advisory()  # no on_silent
+        quiet._conn = _SeveredConn()
+        assert not await quiet._still_held()
+        monkeypatch.undo()
+        lost = _advisory(on_silent=silent.append)
+        lost._conn = _SeveredConn()
+        assert not await lost._still_held()
+        assert lost.unreachable is None and lost._silence is None
+
+    run(go())
+    assert silent == [1.0, 2.5]
+
+
+def _scripted(owner, monkeypatch, checks, takes, holders) -> list[str]:
+    """The watchdog of ``owner`` without a server: each check, attempt to take the lock and
+    question who holds it answered from the lists (an exception raised), an old session of
+    its own ended by the store (recorded), each pause short; the watchdog stops when a list
+    runs out (IndexError)."""
+    done: list[str] = []
+
+    def answer(script, what):
+        async def fn(*args):
+            done.append(what)
+            value = script.pop(0)
+            if isinstance(value, BaseException):
+                raise value
+            return value
+        return fn
+
+    async def taken():
+        done.append("take")
+        value = takes.pop(0)
+        if isinstance(value, BaseException):
+            raise value
+        if value:
+            owner._conn = object()
+        return value
+
+    async def end_old(row):
+        done.append(f"end {row[0]}")
+
+    monkeypatch.setattr(owner, "_still_held", answer(checks, "check"))
+    monkeypatch.setattr(owner, "_try_take", taken)
+    monkeypatch.setattr(owner, "_holder_row", answer(holders, "holder"))
+    monkeypatch.setattr(owner, "_end_old", end_old)
+    return done
+
+
+def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refused(monkeypatch):
+    """A doubt confirmed by the next check; a lost session (closed) then the server
+    unreachable (said once an outage, writes refused at once), a lock held by nobody by the
+    time it is asked (tried again), the server unreachable again (a new outage: said again),
+    a lock held by an old session of the store's own (ended, never taken for another engine),
+    and taken again: writes resume, told how long they were refused."""
+    restored: list[bool] = []
+
+    async def on_restored():
+        restored.append(owner.held)
+
+    owner = _advisory(check_s=0.01, on_restored=on_restored)
+    owner._sessions = {7: "start 7"}
+    monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
+    done = _scripted(owner, monkeypatch, checks=[True, True, False, False, False, False, False, True],
+                     takes=[StoreError("cannot connect"), False, StoreError("cannot connect"), False, True],
+                     holders=[None, (7, "this engine", None, "start 7", 3.0)])
+
+    class Conn:
+        closed = False
+
+        async def close(self):
+            self.closed = True
+
+    async def go():
+        conn = owner._conn = Conn()
+        owner._watchdog = object()
+        owner.doubt()
+        with structlog.testing.capture_logs() as logs:
+            with pytest.raises(IndexError):
+                await owner._watch()
+        return conn, logs
+
+    conn, logs = run(go())
+    assert done == ["check", "check", "check", "take", "check", "take", "holder", "check", "take",
+                    "check", "take", "holder", "end 7", "check", "take", "check", "check"]
+    assert conn.closed and restored == [False, False] and owner.held and not owner.lost
+    assert owner.unreachable is None and owner._verdict.is_set()
+    events = [(e["event"], e.get("refused_s") is not None) for e in logs]
+    assert events == [("db_ownership_confirmed", True), ("db_ownership_connection_lost", False),
+                      ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
+    assert {e["db"] for e in logs} == {"the database"}
+    assert [e["error"] for e in logs if e["event"] == "db_unreachable"] == ["cannot connect"] * 2
+
+
+def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
+    told: list[str] = []
+    owner = _advisory(check_s=0.01, on_lost=told.append)
+    done = _scripted(owner, monkeypatch, checks=[False], takes=[False],
+                     holders=[(99, "the-other-engine", None, None, None)])
+
+    async def go():
+        owner._watchdog = object()
+        with structlog.testing.capture_logs() as logs:
+            await owner._watch()  # returns: nothing more to watch
+        return logs
+
+    logs = run(go())
+    assert done == ["check", "take", "holder"] and owner.lost and owner._verdict.is_set()
+    assert told == ["the database is now held by another engine process (the-other-engine; server pid 99); "
+                    "this engine stops"]
+    assert [(e["event"], e["log_level"], e["db"], e["holder"]) for e in logs] == [
+        ("db_ownership_lost", "error", "the database", "another engine process (the-other-engine; server pid 99)")]
+    untold = _advisory(check_s=0.01)  # nobody to tell: it stops all the same
+    _scripted(untold, monkeypatch, checks=[False], takes=[False], holders=[(99, None, None, None, None)])
+    untold._watchdog = object()
+    run(untold._watch())
+    assert untold.lost
+
+
+def test_sever_fails_a_waiting_call_at_once_and_leaves_a_closed_connection_alone(pg_url):
+    """sever() shuts the socket under a statement waiting for its answer (here pg_sleep; a hung
+    server alike): the call fails at once as on a lost connection, which is then broken; a
+    connection already closed is no error."""
+    async def go():
+        conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
+        asyncio.get_running_loop().call_later(0.05, pg_ownership.sever, conn)
+        started = time.monotonic()
+        with pytest.raises(psycopg.OperationalError):
+            await conn.execute("SELECT pg_sleep(10)")
+        waited = time.monotonic() - started
+        assert conn.broken
+        await conn.close()
+        pg_ownership.sever(conn)
+        return waited
+
+    assert run(go()) < 5
+
+
+def test_a_check_without_an_answer_refuses_calls_before_the_lock_is_tried_again(monkeypatch):
+    """The check got no answer (a hang, a partition): the server is said unreachable, for that
+    reason, and the calls waiting for a verdict have it, before the attempt to take the lock
+    again (which may wait its whole bound for a server that will not answer)."""
+    owner = _advisory(check_s=0.01)
+    seen: list[tuple] = []
+
+    async def unanswered():
+        owner._silence = "the database gave no answer within 1 s to the check of the lock"
+        return False
+
+    async def take():
+        seen.append((owner.unreachable, owner._verdict.is_set()))
+        raise StoreError("cannot connect to the database: no answer within 10 s")
+
+    monkeypatch.setattr(owner, "_still_held", unanswered)
+    monkeypatch.setattr(owner, "_try_take", take)
+
+    async def go():
+        owner._watchdog = object()
+        owner.doubt()
+        with structlog.testing.capture_logs() as logs:
+            watchdog = asyncio.create_task(owner._watch())
+            while not seen:
+                await asyncio.sleep(0.01)
+            watchdog.cancel()
+        return logs
+
+    logs = run(go())
+    assert seen[0] == ("the database gave no answer within 1 s to the check of the lock", True)
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("db_unreachable", "the database gave no answer within 1 s to the check of the lock")]
