@@ -345,6 +345,24 @@ def test_several_authorization_headers_are_malformed_whichever_comes_first():
     assert bearer_token([("x-other", "1"), ("authorization", f"Bearer {SEAT_TOKEN}")]) == SEAT_TOKEN
 
 
+def test_a_call_without_an_authorization_header_has_no_token():
+    """No metadata at all, or none named ``authorization`` (the name in any case is the
+    header): no token, a spectator's call, not an error."""
+    assert bearer_token(None) is None and bearer_token([]) is None
+    assert bearer_token([("x-other", "Bearer " + SEAT_TOKEN)]) is None
+    assert bearer_token([("Authorization", "Bearer " + SEAT_TOKEN)]) == SEAT_TOKEN
+
+
+def test_a_token_longer_than_512_characters_is_malformed_before_any_comparison():
+    """auth.MAX_TOKEN_CHARS: a token is ~43 characters, the admin token at most 512 (the
+    server refuses a longer one at start); a longer value is MALFORMED_TOKEN, refused before it
+    is compared or looked up, not an unknown seat token (MISSING_OR_BAD_TOKEN)."""
+    assert bearer_token([("authorization", "Bearer " + "a" * 512)]) == "a" * 512
+    with pytest.raises(api.Unauthenticated) as refused:
+        bearer_token([("authorization", "Bearer " + "a" * 513)])
+    assert refused.value.reason == "MALFORMED_TOKEN"
+
+
 def test_spaces_around_the_token_are_not_part_of_it():
     """RFC 6750: ``Bearer`` 1*SP token: a header with several spaces before the token, or
     white space after it, carries that token (not a malformed one with a space inside)."""
