@@ -402,6 +402,28 @@ async def test_admin_gate():
 
 
 @run
+async def test_every_admin_call_refuses_a_caller_without_the_admin_token():
+    """InspectMatch shows every hand, TerminateMatch ends a match, ReissueSeatToken hands out a
+    seat, ExportTranscript gives the decks: each is refused without the admin token
+    (UNAUTHENTICATED) and with a seat token (PERMISSION_DENIED), and reaches no session call."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        a = srv.admin
+        calls = [(a.InspectMatch, admin_pb2.InspectMatchRequest(match_id="m1")),
+                 (a.TerminateMatch, admin_pb2.TerminateMatchRequest(match_id="m1")),
+                 (a.ReissueSeatToken, admin_pb2.ReissueSeatTokenRequest(match_id="m1", seat=0)),
+                 (a.ExportTranscript, admin_pb2.ExportTranscriptRequest(match_id="m1"))]
+        for method, request in calls:
+            err = await expect_error(method(request))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED"), method
+            err = await expect_error(method(request, metadata=bearer(SEAT_TOKEN)))
+            assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN"), method
+        joined = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+        assert (joined.match_id, joined.seat_token) == ("m1", SEAT_TOKEN)
+    assert service.calls == [("join_match", "m1", None, "", "")]
+
+
+@run
 async def test_create_match_with_the_admin_token_is_the_admins():
     """A CreateMatch with the admin token and no decks is the admin's all the same, so that it
     is never refused MAX_BOT_MATCHES (docs/operations.md, --max-bot-matches: "the admin is never
