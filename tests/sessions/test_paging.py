@@ -12,7 +12,7 @@ import random
 import pytest
 
 from engine_service.sessions.api import BadRequest
-from engine_service.sessions.paging import decode_page_token, encode_page_token
+from engine_service.sessions.paging import MAX_CURSOR_ID_CHARS, MAX_TOKEN_CHARS, decode_page_token, encode_page_token
 
 
 def test_the_cursor_comes_back_exactly():
@@ -42,6 +42,8 @@ def _body(**changes) -> str:
     # a NUL or another control character (PostgreSQL refuses NUL), longer than any match id
     _body(m="\ud800"), _body(m="m\x001"), _body(m="m\n1"), _body(m="m" * 65),
     _body(c=10 ** 400),  # a JSON integer no float holds (OverflowError: INTERNAL)
+    # JSON that is not an object (read as one, it failed INTERNAL)
+    *[base64.urlsafe_b64encode(raw).decode().rstrip("=") for raw in (b"[]", b'"lobby"', b"1.5", b"null")],
 ])
 def test_a_token_not_for_this_listing_is_refused(token):
     with pytest.raises(BadRequest) as refused:
@@ -52,3 +54,35 @@ def test_a_token_not_for_this_listing_is_refused(token):
 def test_a_token_built_as_ours_is_read():
     """The format is the server's own (opaque to clients, stable within a version)."""
     assert decode_page_token(_body(), "lobby", {"game": ""}) == (1.5, "m1")
+
+
+def test_a_token_of_exactly_the_longest_accepted_length_is_read():
+    """paging.MAX_TOKEN_CHARS: a token of 1024 characters is read; a longer one is refused
+    before it is decoded, well-formed or not (no token of ours is that long)."""
+    game = next(g for g in ("g" * n for n in range(600, 800))
+                if len(encode_page_token("lobby", {"game": g}, 1.5, "m1")) == MAX_TOKEN_CHARS)
+    token = encode_page_token("lobby", {"game": game}, 1.5, "m1")
+    assert decode_page_token(token, "lobby", {"game": game}) == (1.5, "m1")
+    longer = encode_page_token("lobby", {"game": game + "g"}, 1.5, "m1")
+    assert len(longer) > MAX_TOKEN_CHARS
+    with pytest.raises(BadRequest) as refused:
+        decode_page_token(longer, "lobby", {"game": game + "g"})
+    assert refused.value.reason == "BAD_PAGE_TOKEN"
+
+
+def test_a_cursor_id_of_the_longest_match_id_is_read():
+    """paging.MAX_CURSOR_ID_CHARS: a match id of 64 characters (the longest the manager looks
+    up) is a cursor; 65 is refused (test_a_token_not_for_this_listing_is_refused)."""
+    assert decode_page_token(_body(m="m" * MAX_CURSOR_ID_CHARS), "lobby", {"game": ""}) == (1.5, "m" * 64)
+
+
+def test_the_refusal_says_whether_the_filters_differ_or_the_token_is_not_ours():
+    """The message tells a client what to fix: its filters (a token of this listing sent with
+    other filters) or its token (one whose filters are not even an object is not ours)."""
+    with pytest.raises(BadRequest) as other_filters:
+        decode_page_token(encode_page_token("lobby", {"game": "klaberjass"}, 1.5, "m1"), "lobby", {"game": ""})
+    assert "was issued for other filters" in str(other_filters.value)
+    for forged in (_body(f=[]), _body(f=["game"])):
+        with pytest.raises(BadRequest) as not_ours:
+            decode_page_token(forged, "lobby", {"game": ""})
+        assert "is not a page token of this listing" in str(not_ours.value), forged

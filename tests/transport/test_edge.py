@@ -345,6 +345,24 @@ def test_several_authorization_headers_are_malformed_whichever_comes_first():
     assert bearer_token([("x-other", "1"), ("authorization", f"Bearer {SEAT_TOKEN}")]) == SEAT_TOKEN
 
 
+def test_a_call_without_an_authorization_header_has_no_token():
+    """No metadata at all, or none named ``authorization`` (the name in any case is the
+    header): no token, a spectator's call, not an error."""
+    assert bearer_token(None) is None and bearer_token([]) is None
+    assert bearer_token([("x-other", "Bearer " + SEAT_TOKEN)]) is None
+    assert bearer_token([("Authorization", "Bearer " + SEAT_TOKEN)]) == SEAT_TOKEN
+
+
+def test_a_token_longer_than_512_characters_is_malformed_before_any_comparison():
+    """auth.MAX_TOKEN_CHARS: a token is ~43 characters, the admin token at most 512 (the
+    server refuses a longer one at start); a longer value is MALFORMED_TOKEN, refused before it
+    is compared or looked up, not an unknown seat token (MISSING_OR_BAD_TOKEN)."""
+    assert bearer_token([("authorization", "Bearer " + "a" * 512)]) == "a" * 512
+    with pytest.raises(api.Unauthenticated) as refused:
+        bearer_token([("authorization", "Bearer " + "a" * 513)])
+    assert refused.value.reason == "MALFORMED_TOKEN"
+
+
 def test_spaces_around_the_token_are_not_part_of_it():
     """RFC 6750: ``Bearer`` 1*SP token: a header with several spaces before the token, or
     white space after it, carries that token (not a malformed one with a space inside)."""
@@ -381,6 +399,28 @@ async def test_admin_gate():
         assert len(created) == 1 and created[0][2] is True and created[0][1].first_dealer == 1
         await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"))
         assert [c for c in service.calls if c[0] == "create_match"][-1][2] is False
+
+
+@run
+async def test_every_admin_call_refuses_a_caller_without_the_admin_token():
+    """InspectMatch shows every hand, TerminateMatch ends a match, ReissueSeatToken hands out a
+    seat, ExportTranscript gives the decks: each is refused without the admin token
+    (UNAUTHENTICATED) and with a seat token (PERMISSION_DENIED), and reaches no session call."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        a = srv.admin
+        calls = [(a.InspectMatch, admin_pb2.InspectMatchRequest(match_id="m1")),
+                 (a.TerminateMatch, admin_pb2.TerminateMatchRequest(match_id="m1")),
+                 (a.ReissueSeatToken, admin_pb2.ReissueSeatTokenRequest(match_id="m1", seat=0)),
+                 (a.ExportTranscript, admin_pb2.ExportTranscriptRequest(match_id="m1"))]
+        for method, request in calls:
+            err = await expect_error(method(request))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED"), method
+            err = await expect_error(method(request, metadata=bearer(SEAT_TOKEN)))
+            assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN"), method
+        joined = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+        assert (joined.match_id, joined.seat_token) == ("m1", SEAT_TOKEN)
+    assert service.calls == [("join_match", "m1", None, "", "")]
 
 
 @run
