@@ -898,6 +898,41 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     assert [e.kind for e in first] == ["snapshot"]
 
 
+def test_a_seat_and_a_spectator_stream_overflowed_by_one_event_both_stop_counting():
+    """One event overflows a stalled seat stream and a stalled spectator stream: the writer
+    hands both to ``overflowed`` in one call, which uncounts each (the seat's streams, the
+    server's spectators) and tells the seat's absence, in whichever order the match's set of
+    watchers gives them. Neither stream's handling may fail: an error in that handler is no
+    caller's to see (the event loop only logs it), and a spectator handled first would leave
+    the seat counted and present, with no grace window."""
+    async def go():
+        reported = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx))
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            stalled_seat, ws = await _stall(mgr, match_id, ps[0])
+            stalled_spectator, wp = await _stall(mgr, match_id, Principal("spectator", match_id))
+            seq = await _play_until_overflowed(mgr, match_id, ps, ws, random.Random(5))
+            overflowed_together = wp.overflowed
+            await until(lambda: _disconnections(other.events, 0))
+            state = dict(seat=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_handle is not None, spectators=mgr._streams.spectators,
+                         counted=(ws.counted, wp.counted),
+                         overflows=mgr.metrics.value("cardgames_watch_overflows_total"))
+            for stream in (stalled_seat, stalled_spectator):
+                await stream.aclose()
+            await other.close()
+            return overflowed_together, seq, state, reported
+
+    overflowed_together, seq, state, reported = run(go())
+    assert overflowed_together, "the spectator's stream overflowed with the seat's"
+    assert reported == [], "the overflow handler failed"
+    assert state == dict(seat=0, present=False, grace=True, spectators=0, counted=(False, False), overflows=2)
+
+
 def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream():
     """The overflow of a stream is handled on the event loop's next turn (the writer's
     ``_overflowed``), but from that moment it counts no more under the seat's stream limit:
