@@ -689,6 +689,28 @@ def test_replayed_actions_carry_the_details_of_the_live_events():
                 assert dict(e.details) == live_details[e.seq], f"seq {e.seq}"
 
 
+def test_replayed_auto_moves_carry_who_played_them_and_why():
+    """A replayed ACTION says who played it and why, as the live one did: the auto moves of
+    expired deadlines come back ``by`` auto with reason ``timeout``, not as the
+    player's own moves."""
+    async def go():
+        async with manager(config(time_scale=0.001, snapshot_threshold=100_000)) as mgr:  # 30 s -> 0.03 s
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seats = [Stream(mgr, match_id, p) for p in ps]
+            live = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            await until(lambda: len(live.actions()) >= 2)
+            replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), 0),
+                                     until=lambda e: e.kind == "action" and e.seq == 2)
+            for stream in (*seats, live):
+                await stream.close()
+            return live.actions()[:2], actions_of(replayed)
+
+    live, replayed = run(go())
+    assert [(e.by, e.reason) for e in live] == [("auto", "timeout")] * 2
+    assert [(e.seq, e.seat, e.action, e.by, e.reason) for e in replayed] \
+        == [(e.seq, e.seat, e.action, e.by, e.reason) for e in live]
+
+
 def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
     """A heartbeat's seq must not pass an action still queued for the stream. When the loop
     was busy past the heartbeat's deadline, the write and the deadline came due in one step:
