@@ -410,10 +410,11 @@ def test_a_closed_stream_leaves_no_idle_timer_behind():
             await until(lambda: stream.events)
             w = _watcher_of(m, SPECTATOR)
             await until(lambda: w._timer is not None)  # waiting for its next event
+            timer = w._timer
             await stream.close()
-            return w._timer
+            return w._timer, timer.cancelled()
 
-    assert run(go()) is None
+    assert run(go()) == (None, True), "the timer forgotten but still armed"
 
 
 def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
