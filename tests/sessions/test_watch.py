@@ -410,10 +410,11 @@ def test_a_closed_stream_leaves_no_idle_timer_behind():
             await until(lambda: stream.events)
             w = _watcher_of(m, SPECTATOR)
             await until(lambda: w._timer is not None)  # waiting for its next event
+            timer = w._timer
             await stream.close()
-            return w._timer
+            return w._timer, timer.cancelled()
 
-    assert run(go()) is None
+    assert run(go()) == (None, True), "the timer forgotten but still armed"
 
 
 def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
@@ -689,6 +690,28 @@ def test_replayed_actions_carry_the_details_of_the_live_events():
                 assert dict(e.details) == live_details[e.seq], f"seq {e.seq}"
 
 
+def test_replayed_auto_moves_carry_who_played_them_and_why():
+    """A replayed ACTION says who played it and why, as the live one did: the auto moves of
+    expired deadlines come back ``by`` auto with reason ``timeout``, not as the
+    player's own moves."""
+    async def go():
+        async with manager(config(time_scale=0.001, snapshot_threshold=100_000)) as mgr:  # 30 s -> 0.03 s
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seats = [Stream(mgr, match_id, p) for p in ps]
+            live = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            await until(lambda: len(live.actions()) >= 2)
+            replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), 0),
+                                     until=lambda e: e.kind == "action" and e.seq == 2)
+            for stream in (*seats, live):
+                await stream.close()
+            return live.actions()[:2], actions_of(replayed)
+
+    live, replayed = run(go())
+    assert [(e.by, e.reason) for e in live] == [("auto", "timeout")] * 2
+    assert [(e.seq, e.seat, e.action, e.by, e.reason) for e in replayed] \
+        == [(e.seq, e.seat, e.action, e.by, e.reason) for e in live]
+
+
 def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
     """A heartbeat's seq must not pass an action still queued for the stream. When the loop
     was busy past the heartbeat's deadline, the write and the deadline came due in one step:
@@ -896,6 +919,41 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     spectators, first, after = run(go())
     assert spectators == 0 and after == 0
     assert [e.kind for e in first] == ["snapshot"]
+
+
+def test_a_seat_and_a_spectator_stream_overflowed_by_one_event_both_stop_counting():
+    """One event overflows a stalled seat stream and a stalled spectator stream: the writer
+    hands both to ``overflowed`` in one call, which uncounts each (the seat's streams, the
+    server's spectators) and tells the seat's absence, in whichever order the match's set of
+    watchers gives them. Neither stream's handling may fail: an error in that handler is no
+    caller's to see (the event loop only logs it), and a spectator handled first would leave
+    the seat counted and present, with no grace window."""
+    async def go():
+        reported = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx))
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            stalled_seat, ws = await _stall(mgr, match_id, ps[0])
+            stalled_spectator, wp = await _stall(mgr, match_id, Principal("spectator", match_id))
+            seq = await _play_until_overflowed(mgr, match_id, ps, ws, random.Random(5))
+            overflowed_together = wp.overflowed
+            await until(lambda: _disconnections(other.events, 0))
+            state = dict(seat=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_handle is not None, spectators=mgr._streams.spectators,
+                         counted=(ws.counted, wp.counted),
+                         overflows=mgr.metrics.value("cardgames_watch_overflows_total"))
+            for stream in (stalled_seat, stalled_spectator):
+                await stream.aclose()
+            await other.close()
+            return overflowed_together, seq, state, reported
+
+    overflowed_together, seq, state, reported = run(go())
+    assert overflowed_together, "the spectator's stream overflowed with the seat's"
+    assert reported == [], "the overflow handler failed"
+    assert state == dict(seat=0, present=False, grace=True, spectators=0, counted=(False, False), overflows=2)
 
 
 def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream():
