@@ -246,3 +246,16 @@ def test_node_client_calls_refused_by_a_rate_limit_are_sent_again_and_go_through
     refused = {name for name, code in out["codes"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]}
     assert {"GetView", "JoinMatch", "LeaveMatch"} <= refused, out["codes"]
     assert [c for n, c in out["codes"] if n == "LeaveMatch"][-2:] == [8, 0]
+
+
+def test_only_a_resource_exhausted_refusal_is_a_rate_limit():
+    """The reason RATE_LIMITED on another status (a FAILED_PRECONDITION) is no refusal by a
+    rate limit: it did not say "nothing was done, come back later", so it is raised at once,
+    not sent again after its delay."""
+    async def scenario():
+        stub = _Scripted([_rate_limited(0.01, grpc.StatusCode.FAILED_PRECONDITION)], cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.FailedPrecondition):
+            await cg.SeatSession(_client(stub), "m1", 0, "t").view()
+        assert len(stub.calls) == 1
+
+    run(scenario())
