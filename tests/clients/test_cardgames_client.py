@@ -670,6 +670,71 @@ def test_error_from_rpc_without_details():
     assert isinstance(error, cg.Unavailable) and error.reason == "" and "connection refused" in str(error)
 
 
+def test_error_from_rpc_of_a_bare_rpc_error():
+    """An RpcError that is no call's (no code, details or trailers: raised by a stub or an
+    interceptor) is still a CardGamesError: UNKNOWN, its text as the message."""
+
+    class Bare(grpc.RpcError):
+        def __str__(self):
+            return "something broke"
+
+    error = cg.error_from_rpc(Bare())
+    assert type(error) is cg.CardGamesError and error.code == grpc.StatusCode.UNKNOWN
+    assert error.message == "something broke" and error.reason == "" and error.view is None
+    assert str(error) == "UNKNOWN: something broke"  # no reason, no request id: nothing in between
+
+    class Silent(grpc.RpcError):  # grpc's details() may be None
+        def code(self):
+            return grpc.StatusCode.INTERNAL
+
+        def details(self):
+            return None
+
+    error = cg.error_from_rpc(Silent())
+    assert isinstance(error, cg.Internal) and error.message == "" and str(error) == "INTERNAL: "
+
+
+def test_error_from_rpc_prefers_the_engines_error_info():
+    """Of several ErrorInfo details, the engine's (domain cardgames.v1) gives the reason and
+    metadata, whichever comes first; another domain's only when the engine's is missing.
+    Trailers other than the rich status are ignored, and each detail lands in its field."""
+    from google.protobuf import any_pb2, duration_pb2
+    from google.rpc import error_details_pb2, status_pb2
+
+    def failure(*messages):
+        details = []
+        for message in messages:
+            packed = any_pb2.Any()
+            packed.Pack(message)
+            details.append(packed)
+        status = status_pb2.Status(code=grpc.StatusCode.ABORTED.value[0], message="stale", details=details)
+
+        class Failure(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.ABORTED
+
+            def details(self):
+                return "stale"
+
+            def trailing_metadata(self):
+                return (("x-other", b"\x00junk"), ("grpc-status-details-bin", status.SerializeToString()))
+
+        return cg.error_from_rpc(Failure())
+
+    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain=cg.DOMAIN, metadata={"seq": "4"})
+    theirs = error_details_pb2.ErrorInfo(reason="PROXY", domain="proxy.example", metadata={"hop": "1"})
+    for order in ((ours, theirs), (theirs, ours)):
+        error = failure(*order)
+        assert (error.reason, error.metadata) == ("STALE_SEQUENCE", {"seq": "4"}), order
+    assert (failure(theirs).reason, failure(theirs).metadata) == ("PROXY", {"hop": "1"})
+    delay = duration_pb2.Duration(seconds=1, nanos=500_000_000)
+    error = failure(cg.View(match_id="m1", seq=4), error_details_pb2.RetryInfo(retry_delay=delay),
+                    error_details_pb2.RequestInfo(request_id="abc"), ours, error_details_pb2.DebugInfo(detail="x"))
+    assert isinstance(error, cg.StaleSequence) and error.view.match_id == "m1" and error.view.seq == 4
+    assert error.retry_delay_s == 1.5 and error.request_id == "abc" and error.reason == "STALE_SEQUENCE"
+    assert error.message == "stale" and str(error) == "ABORTED STALE_SEQUENCE: stale"
+
+
 def test_an_internal_error_names_its_request_id():
     """The RequestInfo of a status becomes ``request_id``; an INTERNAL error's text names it,
     so that a user's report leads the operator to the call's log lines."""
