@@ -1075,6 +1075,28 @@ def test_a_watch_comes_back_on_the_pending_reopening_once_the_engine_is_back(eng
     run(scenario(), timeout_s=60)  # a hang guard only: the stream is back about a second after the engine
 
 
+def test_connect_hands_its_settings_to_the_client():
+    """The target (named by the terminal clients' messages), the call timeout, the retry policy
+    and the admin token (a file's newline dropped) given to ``connect`` are the client's; a
+    client made without them waits 10 s per call and has no admin."""
+    async def go():
+        policy = cg.RetryPolicy(attempts=2)
+        client = cg.connect("127.0.0.1:9", timeout_s=3.5, retry=policy, admin_token="secret\n")
+        try:
+            assert (client.target, client.timeout_s, client.retry) == ("127.0.0.1:9", 3.5, policy)
+            assert client._admin_token == "secret" and client.admin.token == "secret"
+            assert client.admin.timeout_s == 3.5
+        finally:
+            await client.close()
+        plain = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token=" \n")
+        try:
+            assert plain.timeout_s == 10.0 and plain.admin is None and plain._admin_token is None
+        finally:
+            await plain.close()
+
+    asyncio.run(go())
+
+
 @pytest.mark.parametrize("tls", [False, True])
 def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine(monkeypatch, tls):
     """grpc's own wait between attempts to reach an engine that is down grows to 2 minutes:
