@@ -259,3 +259,22 @@ def test_only_a_resource_exhausted_refusal_is_a_rate_limit():
         assert len(stub.calls) == 1
 
     run(scenario())
+
+
+def test_a_call_without_retry_is_sent_once():
+    """``Client.call`` repeats a call only when asked (``retry``): a lost answer of a call
+    that is not safe to repeat is raised at once; asked, it is sent again, and ``retried``
+    lists each error it was repeated after."""
+    lost = _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+    request = cg.card_games_pb2.GetViewRequest(match_id="m1")
+
+    async def scenario():
+        stub = _Scripted([lost], cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.Unavailable):
+            await _client(stub).call(stub.GetView, request)
+        assert len(stub.calls) == 1
+        stub, retried = _Scripted([lost, lost], cg.card_games_pb2.GetViewResponse()), []
+        await _client(stub).call(stub.GetView, request, retry=True, retried=retried)
+        assert len(stub.calls) == 3 and [e.code for e in retried] == [grpc.StatusCode.UNAVAILABLE] * 2
+
+    run(scenario())
