@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import types
 from typing import Iterator
 
 import grpc
@@ -276,5 +277,57 @@ def test_a_call_without_retry_is_sent_once():
         stub, retried = _Scripted([lost, lost], cg.card_games_pb2.GetViewResponse()), []
         await _client(stub).call(stub.GetView, request, retry=True, retried=retried)
         assert len(stub.calls) == 3 and [e.code for e in retried] == [grpc.StatusCode.UNAVAILABLE] * 2
+
+    run(scenario())
+
+
+class _LosesEachFirstAnswer:
+    """A stub each of whose unary methods loses its first answer (UNAVAILABLE), then answers
+    with a reply holding whatever the library reads; records (method, token, match id) of
+    every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, str]] = []
+
+    def __getattr__(self, name):
+        async def call(request, *, timeout=None, metadata=None):
+            self.calls.append((name, dict(metadata or ()).get("authorization"), getattr(request, "match_id", "")))
+            if [c[0] for c in self.calls].count(name) == 1:
+                raise _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+            return types.SimpleNamespace(games=["g"], bots=["b"], load_failures=[], matches=[], next_page_token="",
+                                         deals=["d"], view=cg.View(match_id="m7"), match=cg.MatchSummary(match_id="m7"),
+                                         match_id="m7", seat=1, seat_token="s")
+
+        return call
+
+
+def test_every_call_of_the_library_repeats_a_lost_answer():
+    """Each call the library makes is safe to repeat (a read, or made idempotent by its
+    client id) and is repeated after a lost answer, with its match and token each time (the
+    client's admin token on CreateMatch and on a RevealDeals without a seat token)."""
+    async def scenario():
+        client = _client(_LosesEachFirstAnswer())
+        client._admin_token = "admin"
+        seat = cg.SeatSession(client, "m7", 0, "seat")
+        summary = cg.MatchSummary(match_id="m7")
+        for name, do, token, match_id, answer in [
+                ("ListGames", client.list_games, None, "", ["g"]), ("ListBots", client.list_bots, None, "", ["b"]),
+                ("GetMatch", lambda: client.get_match("m7"), None, "m7", summary),
+                ("ListOpenMatches", client.list_open_matches, None, "", []),
+                ("CreateMatch", lambda: client.create_match("klaberjass"), "Bearer admin", "", summary),
+                ("RevealDeals", lambda: client.reveal_deals("m7"), "Bearer admin", "m7", ["d"]),
+                ("RevealDeals", lambda: client.reveal_deals("m7", token="seat"), "Bearer seat", "m7", ["d"]),
+                ("RevealDeals", seat.reveal_deals, "Bearer seat", "m7", ["d"]),
+                ("GetView", seat.view, "Bearer seat", "m7", cg.View(match_id="m7")),
+                ("SubmitAction", lambda: seat.submit("7S", 3), "Bearer seat", "m7", None),
+                ("LeaveMatch", seat.leave, "Bearer seat", "m7", summary)]:
+            client.stub = _LosesEachFirstAnswer()
+            reply = await do()
+            assert client.stub.calls == [(name, token, match_id)] * 2, name
+            assert answer is None or reply == answer, name
+        client.stub = _LosesEachFirstAnswer()
+        joined = await client.join("m7")
+        assert client.stub.calls == [("JoinMatch", None, "m7")] * 2
+        assert (joined.match_id, joined.seat, joined.token) == ("m7", 1, "s")
 
     run(scenario())
