@@ -885,6 +885,47 @@ def test_watch_tells_its_hook_when_the_stream_drops_comes_back_and_is_given_up()
     run(scenario(), timeout_s=30)
 
 
+def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_snapshot_skipped():
+    """Offline, with scripted streams: the caller's ``after_seq`` (0 included) opens the first
+    stream; a stream cut on a WAITING view at seq 0 is reopened without ``after_seq`` (the
+    start is no action to replay), and its SNAPSHOT is delivered when it is at the last seq;
+    a SNAPSHOT past it is not delivered: the stream is opened again with ``after_seq``, the
+    actions meanwhile come each once, and the reopening counts no failure."""
+    action, snapshot, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_SNAPSHOT, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    def waiting(seq: int) -> cg.Event:
+        return cg.Event(kind=snapshot, seq=seq, view=cg.View(seq=seq, status=match_pb2.MATCH_STATUS_WAITING))
+
+    async def watched(after_seq, scripts):
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _ScriptedStreams(scripts)
+            heard: list = []
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch(after_seq, on_connection=heard.append)]
+            return client.stub.opened, seen, [(h.state, h.attempt) for h in heard]
+        finally:
+            await client.close()
+
+    async def scenario():
+        # nothing happened meanwhile: the started view's SNAPSHOT, at seq 0, is delivered
+        opened, seen, heard = await watched(None, [([waiting(0)], _Dropped()),
+                                                   ([_event(snapshot, 0), _event(action, 1), _event(ended, 1)], None)])
+        assert opened == [None, None] and seen == [(snapshot, 0), (snapshot, 0), (action, 1), (ended, 1)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        # two actions meanwhile: their SNAPSHOT is skipped, they come as actions after seq 0
+        opened, seen, heard = await watched(0, [([waiting(0)], _Dropped()), ([_event(snapshot, 2)], None),
+                                                ([_event(action, 1), _event(action, 2), _event(ended, 2)], None)])
+        assert opened == [0, None, 0] and seen == [(snapshot, 0), (action, 1), (action, 2), (ended, 2)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        # the caller's seq 1, dropped before any event: reopened after it; a SNAPSHOT there
+        # (the gap outgrew the server's threshold) is delivered as it is
+        opened, seen, heard = await watched(1, [([], _Dropped()), ([_event(snapshot, 9), _event(ended, 9)], None)])
+        assert opened == [1, 1] and seen == [(snapshot, 9), (ended, 9)]
+
+    run(scenario(), timeout_s=30)
+
+
 def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
     event = cg.Event(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=seq)
     event.details.update({"deadline": None} | ({} if interval_s is None else {"interval_s": interval_s}))
