@@ -1145,21 +1145,23 @@ def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine
     ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
     library's; tests/clients/test_docs.py holds the documents to it)."""
     opened: list[dict] = []
+    secure: list[bool] = []
 
-    def recording(real):
+    def recording(real, is_secure=False):
         def channel(target, *args, options=(), **kwargs):
             opened.append(dict(options))
+            secure.append(is_secure)
             return real(target, *args, options=options, **kwargs)
         return channel
 
     monkeypatch.setattr(grpc.aio, "insecure_channel", recording(grpc.aio.insecure_channel))
-    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel))
+    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel, True))
 
     async def go():
         await cg.connect(f"127.0.0.1:{free_port()}", tls=tls).close()
 
     asyncio.run(go())
-    assert len(opened) == 1
+    assert len(opened) == 1 and secure == [tls]  # tls alone (no roots, no name) means TLS
     assert opened[0]["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
 
 
