@@ -926,6 +926,46 @@ def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_sna
     run(scenario(), timeout_s=30)
 
 
+def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
+    """``_pause``: the delay before a reopening is waited in full after a clean end, a refusal
+    (RESOURCE_EXHAUSTED) or an UNAVAILABLE on a channel that is connected (the server said
+    so: draining, a watcher behind); after an UNAVAILABLE on a channel that is not, it ends
+    as soon as the channel is connected again, and at the latest after the delay."""
+    ready, connecting = grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.CONNECTING
+
+    class Channel:
+        def __init__(self, states):
+            self.states, self.asked = list(states), []
+
+        def get_state(self, try_to_connect=False):
+            self.asked.append(try_to_connect)
+            return self.states[0]
+
+        async def wait_for_state_change(self, state):
+            await asyncio.sleep(0.01)
+            if len(self.states) > 1:
+                self.states.pop(0)
+
+    unavailable = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down")
+    limited = cg.ResourceExhausted(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", "RATE_LIMITED")
+
+    async def paused(channel, error, delay_s=0.3) -> float:
+        started = time.monotonic()
+        await cg._pause(channel, delay_s, error)
+        return time.monotonic() - started
+
+    async def scenario():
+        for error in (None, limited):  # connected at once: no matter
+            assert await paused(Channel([connecting, ready]), error) >= 0.29
+        assert await paused(Channel([ready]), unavailable) >= 0.29
+        channel = Channel([connecting, connecting, ready])
+        assert await paused(channel, unavailable) < 0.2
+        assert channel.asked == [False, True, True, True]  # the waits ask the channel to connect
+        assert 0.29 <= await paused(Channel([connecting]), unavailable) < 1.0  # never connected
+
+    run(scenario(), timeout_s=30)
+
+
 def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
     event = cg.Event(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=seq)
     event.details.update({"deadline": None} | ({} if interval_s is None else {"interval_s": interval_s}))
