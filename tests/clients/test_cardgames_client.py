@@ -972,6 +972,29 @@ def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
     return event
 
 
+def test_a_heartbeat_naming_no_positive_interval_sets_no_silence_limit():
+    """A HEARTBEAT whose ``interval_s`` is not above zero names no interval: the stream keeps
+    waiting, as before any heartbeat, instead of being taken for lost after 3 * interval + 1 s
+    (a negative one made that a tenth of a second)."""
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        heard: list = []
+        try:
+            client.stub = _ScriptedStreams([([_heartbeat(3, -0.3)], SILENT)])
+
+            async def follow():
+                async for _ in client.spectate("m1").watch(on_connection=heard.append):
+                    pass
+
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(follow(), 0.3)
+            assert heard == [] and client.stub.opened == [None]
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+
+
 def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals():
     """A stream on which nothing comes, not even a heartbeat, for three of the intervals the
     server names in its heartbeats plus 1 s is reopened as after a drop (UNAVAILABLE,
