@@ -949,19 +949,19 @@ def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
     unavailable = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down")
     limited = cg.ResourceExhausted(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", "RATE_LIMITED")
 
-    async def paused(channel, error, delay_s=0.3) -> float:
+    async def paused(channel, error, delay_s=0.1) -> float:
         started = time.monotonic()
         await cg._pause(channel, delay_s, error)
         return time.monotonic() - started
 
     async def scenario():
         for error in (None, limited):  # connected at once: no matter
-            assert await paused(Channel([connecting, ready]), error) >= 0.29
-        assert await paused(Channel([ready]), unavailable) >= 0.29
+            assert await paused(Channel([connecting, ready]), error) >= 0.09
+        assert await paused(Channel([ready]), unavailable) >= 0.09
         channel = Channel([connecting, connecting, ready])
-        assert await paused(channel, unavailable) < 0.2
+        assert await paused(channel, unavailable) < 0.08  # two state changes of 0.01 s
         assert channel.asked == [False, True, True, True]  # the waits ask the channel to connect
-        assert 0.29 <= await paused(Channel([connecting]), unavailable) < 1.0  # never connected
+        assert 0.09 <= await paused(Channel([connecting]), unavailable) < 1.0  # never connected
 
     run(scenario(), timeout_s=30)
 
@@ -987,7 +987,7 @@ def test_a_heartbeat_naming_no_positive_interval_sets_no_silence_limit():
                     pass
 
             with pytest.raises(TimeoutError):
-                await asyncio.wait_for(follow(), 0.3)
+                await asyncio.wait_for(follow(), 0.2)  # the negative interval made the limit 0.1 s
             assert heard == [] and client.stub.opened == [None]
         finally:
             await client.close()
