@@ -331,3 +331,96 @@ def test_every_call_of_the_library_repeats_a_lost_answer():
         assert (joined.match_id, joined.seat, joined.token) == ("m7", 1, "s")
 
     run(scenario())
+
+
+def _refusal(code: grpc.StatusCode, reason: str, view: cg.View | None = None) -> grpc.RpcError:
+    """A refusal with the engine's ErrorInfo (reason) and, for a stale seq, the current View."""
+    details = []
+    for message in [error_details_pb2.ErrorInfo(reason=reason, domain=cg.DOMAIN)] + ([view] if view is not None else []):
+        packed = any_pb2.Any()
+        packed.Pack(message)
+        details.append(packed)
+    status = status_pb2.Status(code=code.value[0], message=reason, details=details)
+
+    class Refused(grpc.RpcError):
+        def code(self):
+            return code
+
+        def details(self):
+            return reason
+
+        def trailing_metadata(self):
+            return (("grpc-status-details-bin", status.SerializeToString()),)
+
+    return Refused()
+
+
+class _Table:
+    """A stub for ``act``: SubmitAction fails with the scripted errors in turn, then answers;
+    GetView answers ``current``; records each submitted (action, expected_seq)."""
+
+    def __init__(self, failures: list[grpc.RpcError], current: cg.View) -> None:
+        self.failures, self.current, self.submitted = list(failures), current, []
+
+    async def SubmitAction(self, request, **kwargs):
+        self.submitted.append((request.action, request.expected_seq))
+        if self.failures:
+            raise self.failures.pop(0)
+        return cg.card_games_pb2.SubmitActionResponse(seq=request.expected_seq + 1)
+
+    async def GetView(self, request, **kwargs):
+        return cg.card_games_pb2.GetViewResponse(view=self.current)
+
+
+def test_act_decides_only_on_its_turn_and_again_on_each_fresh_view():
+    """Offline: ``act`` asks ``decide`` only while the view is this seat's turn of a match not
+    over; a stale seq is decided again on the view the error carries (fetched when it carries
+    none), MATCH_NOT_ACTIVE answers None, another refusal is raised, and ``max_stale`` stale
+    views in a row more than allowed raise StaleSequence with the last view."""
+    active, finished = match_pb2.MATCH_STATUS_ACTIVE, match_pb2.MATCH_STATUS_FINISHED
+
+    def view(seq: int, to_act: int = 0, status: int = active) -> cg.View:
+        return cg.View(match_id="m1", seq=seq, seat=0, to_act=to_act, status=status)
+
+    async def scenario():
+        decided: list[int] = []
+
+        async def decide(v):  # awaited
+            decided.append(v.seq)
+            return f"a{v.seq}"
+
+        def act(table, current, **kwargs):
+            client = _client(table)
+            return cg.SeatSession(client, "m1", 0, "t").act(decide, current, **kwargs)
+
+        for current in (view(1, to_act=1), view(1, status=finished)):
+            table = _Table([], view(1))
+            assert await act(table, current) is None and table.submitted == [] and decided == []
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(4)),
+                        _refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", cg.View()),  # empty: fetched
+                        _refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE")], view(6))  # none: fetched
+        assert (await act(table, view(2))).seq == 7
+        assert table.submitted == [("a2", 2), ("a4", 4), ("a6", 6), ("a6", 6)] and decided == [2, 4, 6, 6]
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(4, to_act=1))], view(9))
+        assert await act(table, view(2)) is None and table.submitted == [("a2", 2)]
+        table = _Table([_refusal(grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")], view(9))
+        assert await act(table, view(2)) is None
+        table = _Table([_refusal(grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION")], view(9))
+        with pytest.raises(cg.FailedPrecondition):
+            await act(table, view(2))
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(s)) for s in (3, 4, 5)], view(9))
+        with pytest.raises(cg.StaleSequence) as stale:
+            await act(table, view(2), max_stale=2)
+        assert stale.value.view.seq == 5 and "stale 3 times" in str(stale.value) and len(table.submitted) == 3
+        assert stale.value.reason == "STALE_SEQUENCE"
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(s)) for s in range(3, 9)], view(9))
+        with pytest.raises(cg.StaleSequence):
+            await act(table, view(2))  # by default, six tries
+        assert len(table.submitted) == 6
+        table = _Table([], view(8))
+        reply = await cg.SeatSession(_client(table), "m1", 0, "t").act(lambda v: f"b{v.seq}", view(8))  # not awaited
+        assert reply.seq == 9 and table.submitted == [("b8", 8)]
+        table = _Table([], view(8))
+        assert (await act(table, None)).seq == 9 and table.submitted == [("a8", 8)]  # no view: fetched
+
+    run(scenario())
