@@ -966,6 +966,57 @@ def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
     run(scenario(), timeout_s=30)
 
 
+class _StreamsAndSummary(_ScriptedStreams):
+    """Scripted streams, and GetMatch answering a summary with ``status``."""
+
+    def __init__(self, scripts, status: int = match_pb2.MATCH_STATUS_ACTIVE) -> None:
+        super().__init__(scripts)
+        self.status, self.summaries = status, 0
+
+    async def GetMatch(self, request, **kwargs):
+        self.summaries += 1
+        return cg.card_games_pb2.GetMatchResponse(match=cg.MatchSummary(match_id=request.match_id, status=self.status))
+
+
+def test_watch_after_a_clean_end_an_ended_match_and_a_view_less_event():
+    """Offline: a stream the server ended cleanly is reopened (told as a reconnection) unless
+    the match is over or ``resume`` is off; ``stop_when_ended=False`` reads on past
+    MATCH_ENDED; an event without a view (a heartbeat) does not make a waiting match started,
+    a SNAPSHOT of a started one at seq 0 does; BAD_AFTER_SEQ without ``resume`` is raised."""
+    snapshot, ended = match_pb2.EVENT_KIND_SNAPSHOT, match_pb2.EVENT_KIND_MATCH_ENDED
+    action = match_pb2.EVENT_KIND_ACTION
+    waiting = cg.Event(kind=snapshot, seq=0, view=cg.View(status=match_pb2.MATCH_STATUS_WAITING))
+
+    async def watched(scripts, status=match_pb2.MATCH_STATUS_ACTIVE, **kwargs):
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _StreamsAndSummary(scripts, status)
+            heard: list = []
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch(on_connection=heard.append, **kwargs)]
+            return client.stub, seen, [(h.state, h.attempt) for h in heard]
+        finally:
+            await client.close()
+
+    async def scenario():
+        stub, seen, heard = await watched([([_event(action, 1)], None), ([_event(action, 2), _event(ended, 2)], None)])
+        assert stub.opened == [None, 1] and stub.summaries == 1 and seen == [(action, 1), (action, 2), (ended, 2)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        stub, seen, heard = await watched([([_event(action, 1)], None)], match_pb2.MATCH_STATUS_FINISHED)
+        assert stub.opened == [None] and stub.summaries == 1 and heard == []
+        stub, seen, heard = await watched([([_event(action, 1)], None)], resume=False)
+        assert stub.opened == [None] and stub.summaries == 0
+        stub, seen, heard = await watched([([_event(ended, 3), _heartbeat(3, None)], None)],
+                                          stop_when_ended=False, resume=False)
+        assert seen == [(ended, 3), (match_pb2.EVENT_KIND_HEARTBEAT, 3)]
+        stub, seen, heard = await watched([([waiting, _heartbeat(0, None)], _Dropped()), ([_event(ended, 0)], None)])
+        assert stub.opened == [None, None]  # the heartbeat said nothing of a start
+        stub, seen, heard = await watched([([_event(snapshot, 0)], _Dropped()), ([_event(ended, 0)], None)])
+        assert stub.opened == [None, 0]  # started at seq 0: resumed after it
+
+    run(scenario(), timeout_s=30)
+
+
 def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
     event = cg.Event(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=seq)
     event.details.update({"deadline": None} | ({} if interval_s is None else {"interval_s": interval_s}))
