@@ -1013,6 +1013,25 @@ def test_watch_after_a_clean_end_an_ended_match_and_a_view_less_event():
         assert stub.opened == [None, None]  # the heartbeat said nothing of a start
         stub, seen, heard = await watched([([_event(snapshot, 0)], _Dropped()), ([_event(ended, 0)], None)])
         assert stub.opened == [None, 0]  # started at seq 0: resumed after it
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:  # what GAVE_UP says: the attempts made, the limit, the error raised next
+            for max_failures, code, attempts in ((1, grpc.StatusCode.UNAVAILABLE, 1), (None, grpc.StatusCode.INTERNAL, 3)):
+                client.stub = _ScriptedStreams([([], _Dropped(code))] * 4)
+                heard = []
+                with pytest.raises(cg.CardGamesError) as caught:
+                    async for _ in client.spectate("m1").watch(max_failures=max_failures, on_connection=heard.append):
+                        pass
+                assert heard[-1] == cg.StreamState(cg.GAVE_UP, attempts, max_failures, caught.value)
+            for code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL):  # resume=False: raised as it is
+                client.stub = _ScriptedStreams([([], _Dropped(code))] * 2)
+                heard = []
+                with pytest.raises(cg.CardGamesError):
+                    async for _ in client.spectate("m1").watch(resume=False, on_connection=heard.append):
+                        pass
+                assert heard == [] and client.stub.opened == [None]
+        finally:
+            await client.close()
 
     run(scenario(), timeout_s=30)
 
