@@ -670,6 +670,71 @@ def test_error_from_rpc_without_details():
     assert isinstance(error, cg.Unavailable) and error.reason == "" and "connection refused" in str(error)
 
 
+def test_error_from_rpc_of_a_bare_rpc_error():
+    """An RpcError that is no call's (no code, details or trailers: raised by a stub or an
+    interceptor) is still a CardGamesError: UNKNOWN, its text as the message."""
+
+    class Bare(grpc.RpcError):
+        def __str__(self):
+            return "something broke"
+
+    error = cg.error_from_rpc(Bare())
+    assert type(error) is cg.CardGamesError and error.code == grpc.StatusCode.UNKNOWN
+    assert error.message == "something broke" and error.reason == "" and error.view is None
+    assert str(error) == "UNKNOWN: something broke"  # no reason, no request id: nothing in between
+
+    class Silent(grpc.RpcError):  # grpc's details() may be None
+        def code(self):
+            return grpc.StatusCode.INTERNAL
+
+        def details(self):
+            return None
+
+    error = cg.error_from_rpc(Silent())
+    assert isinstance(error, cg.Internal) and error.message == "" and str(error) == "INTERNAL: "
+
+
+def test_error_from_rpc_prefers_the_engines_error_info():
+    """Of several ErrorInfo details, the engine's (domain cardgames.v1) gives the reason and
+    metadata, whichever comes first; another domain's only when the engine's is missing.
+    Trailers other than the rich status are ignored, and each detail lands in its field."""
+    from google.protobuf import any_pb2, duration_pb2
+    from google.rpc import error_details_pb2, status_pb2
+
+    def failure(*messages):
+        details = []
+        for message in messages:
+            packed = any_pb2.Any()
+            packed.Pack(message)
+            details.append(packed)
+        status = status_pb2.Status(code=grpc.StatusCode.ABORTED.value[0], message="stale", details=details)
+
+        class Failure(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.ABORTED
+
+            def details(self):
+                return "stale"
+
+            def trailing_metadata(self):
+                return (("x-other", b"\x00junk"), ("grpc-status-details-bin", status.SerializeToString()))
+
+        return cg.error_from_rpc(Failure())
+
+    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain=cg.DOMAIN, metadata={"seq": "4"})
+    theirs = error_details_pb2.ErrorInfo(reason="PROXY", domain="proxy.example", metadata={"hop": "1"})
+    for order in ((ours, theirs), (theirs, ours)):
+        error = failure(*order)
+        assert (error.reason, error.metadata) == ("STALE_SEQUENCE", {"seq": "4"}), order
+    assert (failure(theirs).reason, failure(theirs).metadata) == ("PROXY", {"hop": "1"})
+    delay = duration_pb2.Duration(seconds=1, nanos=500_000_000)
+    error = failure(cg.View(match_id="m1", seq=4), error_details_pb2.RetryInfo(retry_delay=delay),
+                    error_details_pb2.RequestInfo(request_id="abc"), ours, error_details_pb2.DebugInfo(detail="x"))
+    assert isinstance(error, cg.StaleSequence) and error.view.match_id == "m1" and error.view.seq == 4
+    assert error.retry_delay_s == 1.5 and error.request_id == "abc" and error.reason == "STALE_SEQUENCE"
+    assert error.message == "stale" and str(error) == "ABORTED STALE_SEQUENCE: stale"
+
+
 def test_an_internal_error_names_its_request_id():
     """The RequestInfo of a status becomes ``request_id``; an INTERNAL error's text names it,
     so that a user's report leads the operator to the call's log lines."""
@@ -820,10 +885,184 @@ def test_watch_tells_its_hook_when_the_stream_drops_comes_back_and_is_given_up()
     run(scenario(), timeout_s=30)
 
 
+def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_snapshot_skipped():
+    """Offline, with scripted streams: the caller's ``after_seq`` (0 included) opens the first
+    stream; a stream cut on a WAITING view at seq 0 is reopened without ``after_seq`` (the
+    start is no action to replay), and its SNAPSHOT is delivered when it is at the last seq;
+    a SNAPSHOT past it is not delivered: the stream is opened again with ``after_seq``, the
+    actions meanwhile come each once, and the reopening counts no failure."""
+    action, snapshot, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_SNAPSHOT, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    def waiting(seq: int) -> cg.Event:
+        return cg.Event(kind=snapshot, seq=seq, view=cg.View(seq=seq, status=match_pb2.MATCH_STATUS_WAITING))
+
+    async def watched(after_seq, scripts):
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _ScriptedStreams(scripts)
+            heard: list = []
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch(after_seq, on_connection=heard.append)]
+            return client.stub.opened, seen, [(h.state, h.attempt) for h in heard]
+        finally:
+            await client.close()
+
+    async def scenario():
+        # nothing happened meanwhile: the started view's SNAPSHOT, at seq 0, is delivered
+        opened, seen, heard = await watched(None, [([waiting(0)], _Dropped()),
+                                                   ([_event(snapshot, 0), _event(action, 1), _event(ended, 1)], None)])
+        assert opened == [None, None] and seen == [(snapshot, 0), (snapshot, 0), (action, 1), (ended, 1)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        # two actions meanwhile: their SNAPSHOT is skipped, they come as actions after seq 0
+        opened, seen, heard = await watched(0, [([waiting(0)], _Dropped()), ([_event(snapshot, 2)], None),
+                                                ([_event(action, 1), _event(action, 2), _event(ended, 2)], None)])
+        assert opened == [0, None, 0] and seen == [(snapshot, 0), (action, 1), (action, 2), (ended, 2)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        # the caller's seq 1, dropped before any event: reopened after it; a SNAPSHOT there
+        # (the gap outgrew the server's threshold) is delivered as it is
+        opened, seen, heard = await watched(1, [([], _Dropped()), ([_event(snapshot, 9), _event(ended, 9)], None)])
+        assert opened == [1, 1] and seen == [(snapshot, 9), (ended, 9)]
+
+    run(scenario(), timeout_s=30)
+
+
+def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
+    """``_pause``: the delay before a reopening is waited in full after a clean end, a refusal
+    (RESOURCE_EXHAUSTED) or an UNAVAILABLE on a channel that is connected (the server said
+    so: draining, a watcher behind); after an UNAVAILABLE on a channel that is not, it ends
+    as soon as the channel is connected again, and at the latest after the delay."""
+    ready, connecting = grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.CONNECTING
+
+    class Channel:
+        def __init__(self, states):
+            self.states, self.asked = list(states), []
+
+        def get_state(self, try_to_connect=False):
+            self.asked.append(try_to_connect)
+            return self.states[0]
+
+        async def wait_for_state_change(self, state):
+            await asyncio.sleep(0.01)
+            if len(self.states) > 1:
+                self.states.pop(0)
+
+    unavailable = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down")
+    limited = cg.ResourceExhausted(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", "RATE_LIMITED")
+
+    async def paused(channel, error, delay_s=0.1) -> float:
+        started = time.monotonic()
+        await cg._pause(channel, delay_s, error)
+        return time.monotonic() - started
+
+    async def scenario():
+        for error in (None, limited):  # connected at once: no matter
+            assert await paused(Channel([connecting, ready]), error) >= 0.09
+        assert await paused(Channel([ready]), unavailable) >= 0.09
+        channel = Channel([connecting, connecting, ready])
+        assert await paused(channel, unavailable) < 0.08  # two state changes of 0.01 s
+        assert channel.asked == [False, True, True, True]  # the waits ask the channel to connect
+        assert 0.09 <= await paused(Channel([connecting]), unavailable) < 1.0  # never connected
+
+    run(scenario(), timeout_s=30)
+
+
+class _StreamsAndSummary(_ScriptedStreams):
+    """Scripted streams, and GetMatch answering a summary with ``status``."""
+
+    def __init__(self, scripts, status: int = match_pb2.MATCH_STATUS_ACTIVE) -> None:
+        super().__init__(scripts)
+        self.status, self.summaries = status, 0
+
+    async def GetMatch(self, request, **kwargs):
+        self.summaries += 1
+        return cg.card_games_pb2.GetMatchResponse(match=cg.MatchSummary(match_id=request.match_id, status=self.status))
+
+
+def test_watch_after_a_clean_end_an_ended_match_and_a_view_less_event():
+    """Offline: a stream the server ended cleanly is reopened (told as a reconnection) unless
+    the match is over or ``resume`` is off; ``stop_when_ended=False`` reads on past
+    MATCH_ENDED; an event without a view (a heartbeat) does not make a waiting match started,
+    a SNAPSHOT of a started one at seq 0 does; BAD_AFTER_SEQ without ``resume`` is raised."""
+    snapshot, ended = match_pb2.EVENT_KIND_SNAPSHOT, match_pb2.EVENT_KIND_MATCH_ENDED
+    action = match_pb2.EVENT_KIND_ACTION
+    waiting = cg.Event(kind=snapshot, seq=0, view=cg.View(status=match_pb2.MATCH_STATUS_WAITING))
+
+    async def watched(scripts, status=match_pb2.MATCH_STATUS_ACTIVE, **kwargs):
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _StreamsAndSummary(scripts, status)
+            heard: list = []
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch(on_connection=heard.append, **kwargs)]
+            return client.stub, seen, [(h.state, h.attempt) for h in heard]
+        finally:
+            await client.close()
+
+    async def scenario():
+        stub, seen, heard = await watched([([_event(action, 1)], None), ([_event(action, 2), _event(ended, 2)], None)])
+        assert stub.opened == [None, 1] and stub.summaries == 1 and seen == [(action, 1), (action, 2), (ended, 2)]
+        assert heard == [(cg.RECONNECTING, 1), (cg.RESUMED, 1)]
+        stub, seen, heard = await watched([([_event(action, 1)], None)], match_pb2.MATCH_STATUS_FINISHED)
+        assert stub.opened == [None] and stub.summaries == 1 and heard == []
+        stub, seen, heard = await watched([([_event(action, 1)], None)], resume=False)
+        assert stub.opened == [None] and stub.summaries == 0
+        stub, seen, heard = await watched([([_event(ended, 3), _heartbeat(3, None)], None)],
+                                          stop_when_ended=False, resume=False)
+        assert seen == [(ended, 3), (match_pb2.EVENT_KIND_HEARTBEAT, 3)]
+        stub, seen, heard = await watched([([waiting, _heartbeat(0, None)], _Dropped()), ([_event(ended, 0)], None)])
+        assert stub.opened == [None, None]  # the heartbeat said nothing of a start
+        stub, seen, heard = await watched([([_event(snapshot, 0)], _Dropped()), ([_event(ended, 0)], None)])
+        assert stub.opened == [None, 0]  # started at seq 0: resumed after it
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:  # what GAVE_UP says: the attempts made, the limit, the error raised next
+            for max_failures, code, attempts in ((1, grpc.StatusCode.UNAVAILABLE, 1), (None, grpc.StatusCode.INTERNAL, 3)):
+                client.stub = _ScriptedStreams([([], _Dropped(code))] * 4)
+                heard = []
+                with pytest.raises(cg.CardGamesError) as caught:
+                    async for _ in client.spectate("m1").watch(max_failures=max_failures, on_connection=heard.append):
+                        pass
+                assert heard[-1] == cg.StreamState(cg.GAVE_UP, attempts, max_failures, caught.value)
+            for code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL):  # resume=False: raised as it is
+                client.stub = _ScriptedStreams([([], _Dropped(code))] * 2)
+                heard = []
+                with pytest.raises(cg.CardGamesError):
+                    async for _ in client.spectate("m1").watch(resume=False, on_connection=heard.append):
+                        pass
+                assert heard == [] and client.stub.opened == [None]
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+
+
 def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
     event = cg.Event(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=seq)
     event.details.update({"deadline": None} | ({} if interval_s is None else {"interval_s": interval_s}))
     return event
+
+
+def test_a_heartbeat_naming_no_positive_interval_sets_no_silence_limit():
+    """A HEARTBEAT whose ``interval_s`` is not above zero names no interval: the stream keeps
+    waiting, as before any heartbeat, instead of being taken for lost after 3 * interval + 1 s
+    (a negative one made that a tenth of a second)."""
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        heard: list = []
+        try:
+            client.stub = _ScriptedStreams([([_heartbeat(3, -0.3)], SILENT)])
+
+            async def follow():
+                async for _ in client.spectate("m1").watch(on_connection=heard.append):
+                    pass
+
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(follow(), 0.2)  # the negative interval made the limit 0.1 s
+            assert heard == [] and client.stub.opened == [None]
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
 
 
 def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals():
@@ -1010,6 +1249,28 @@ def test_a_watch_comes_back_on_the_pending_reopening_once_the_engine_is_back(eng
     run(scenario(), timeout_s=60)  # a hang guard only: the stream is back about a second after the engine
 
 
+def test_connect_hands_its_settings_to_the_client():
+    """The target (named by the terminal clients' messages), the call timeout, the retry policy
+    and the admin token (a file's newline dropped) given to ``connect`` are the client's; a
+    client made without them waits 10 s per call and has no admin."""
+    async def go():
+        policy = cg.RetryPolicy(attempts=2)
+        client = cg.connect("127.0.0.1:9", timeout_s=3.5, retry=policy, admin_token="secret\n")
+        try:
+            assert (client.target, client.timeout_s, client.retry) == ("127.0.0.1:9", 3.5, policy)
+            assert client._admin_token == "secret" and client.admin.token == "secret"
+            assert client.admin.timeout_s == 3.5
+        finally:
+            await client.close()
+        plain = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token=" \n")
+        try:
+            assert plain.timeout_s == 10.0 and plain.admin is None and plain._admin_token is None
+        finally:
+            await plain.close()
+
+    asyncio.run(go())
+
+
 @pytest.mark.parametrize("tls", [False, True])
 def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine(monkeypatch, tls):
     """grpc's own wait between attempts to reach an engine that is down grows to 2 minutes:
@@ -1017,21 +1278,23 @@ def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine
     ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
     library's; tests/clients/test_docs.py holds the documents to it)."""
     opened: list[dict] = []
+    secure: list[bool] = []
 
-    def recording(real):
+    def recording(real, is_secure=False):
         def channel(target, *args, options=(), **kwargs):
             opened.append(dict(options))
+            secure.append(is_secure)
             return real(target, *args, options=options, **kwargs)
         return channel
 
     monkeypatch.setattr(grpc.aio, "insecure_channel", recording(grpc.aio.insecure_channel))
-    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel))
+    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel, True))
 
     async def go():
         await cg.connect(f"127.0.0.1:{free_port()}", tls=tls).close()
 
     asyncio.run(go())
-    assert len(opened) == 1
+    assert len(opened) == 1 and secure == [tls]  # tls alone (no roots, no name) means TLS
     assert opened[0]["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import types
 from typing import Iterator
 
 import grpc
@@ -246,3 +247,180 @@ def test_node_client_calls_refused_by_a_rate_limit_are_sent_again_and_go_through
     refused = {name for name, code in out["codes"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]}
     assert {"GetView", "JoinMatch", "LeaveMatch"} <= refused, out["codes"]
     assert [c for n, c in out["codes"] if n == "LeaveMatch"][-2:] == [8, 0]
+
+
+def test_only_a_resource_exhausted_refusal_is_a_rate_limit():
+    """The reason RATE_LIMITED on another status (a FAILED_PRECONDITION) is no refusal by a
+    rate limit: it did not say "nothing was done, come back later", so it is raised at once,
+    not sent again after its delay."""
+    async def scenario():
+        stub = _Scripted([_rate_limited(0.01, grpc.StatusCode.FAILED_PRECONDITION)], cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.FailedPrecondition):
+            await cg.SeatSession(_client(stub), "m1", 0, "t").view()
+        assert len(stub.calls) == 1
+
+    run(scenario())
+
+
+def test_a_call_without_retry_is_sent_once():
+    """``Client.call`` repeats a call only when asked (``retry``): a lost answer of a call
+    that is not safe to repeat is raised at once; asked, it is sent again, and ``retried``
+    lists each error it was repeated after."""
+    lost = _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+    request = cg.card_games_pb2.GetViewRequest(match_id="m1")
+
+    async def scenario():
+        stub = _Scripted([lost], cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.Unavailable):
+            await _client(stub).call(stub.GetView, request)
+        assert len(stub.calls) == 1
+        stub, retried = _Scripted([lost, lost], cg.card_games_pb2.GetViewResponse()), []
+        await _client(stub).call(stub.GetView, request, retry=True, retried=retried)
+        assert len(stub.calls) == 3 and [e.code for e in retried] == [grpc.StatusCode.UNAVAILABLE] * 2
+
+    run(scenario())
+
+
+class _LosesEachFirstAnswer:
+    """A stub each of whose unary methods loses its first answer (UNAVAILABLE), then answers
+    with a reply holding whatever the library reads; records (method, token, match id) of
+    every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, str]] = []
+
+    def __getattr__(self, name):
+        async def call(request, *, timeout=None, metadata=None):
+            self.calls.append((name, dict(metadata or ()).get("authorization"), getattr(request, "match_id", "")))
+            if [c[0] for c in self.calls].count(name) == 1:
+                raise _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+            return types.SimpleNamespace(games=["g"], bots=["b"], load_failures=[], matches=[], next_page_token="",
+                                         deals=["d"], view=cg.View(match_id="m7"), match=cg.MatchSummary(match_id="m7"),
+                                         match_id="m7", seat=1, seat_token="s")
+
+        return call
+
+
+def test_every_call_of_the_library_repeats_a_lost_answer():
+    """Each call the library makes is safe to repeat (a read, or made idempotent by its
+    client id) and is repeated after a lost answer, with its match and token each time (the
+    client's admin token on CreateMatch and on a RevealDeals without a seat token)."""
+    async def scenario():
+        client = _client(_LosesEachFirstAnswer())
+        client._admin_token = "admin"
+        seat = cg.SeatSession(client, "m7", 0, "seat")
+        summary = cg.MatchSummary(match_id="m7")
+        for name, do, token, match_id, answer in [
+                ("ListGames", client.list_games, None, "", ["g"]), ("ListBots", client.list_bots, None, "", ["b"]),
+                ("GetMatch", lambda: client.get_match("m7"), None, "m7", summary),
+                ("ListOpenMatches", client.list_open_matches, None, "", []),
+                ("CreateMatch", lambda: client.create_match("klaberjass"), "Bearer admin", "", summary),
+                ("RevealDeals", lambda: client.reveal_deals("m7"), "Bearer admin", "m7", ["d"]),
+                ("RevealDeals", lambda: client.reveal_deals("m7", token="seat"), "Bearer seat", "m7", ["d"]),
+                ("RevealDeals", seat.reveal_deals, "Bearer seat", "m7", ["d"]),
+                ("GetView", seat.view, "Bearer seat", "m7", cg.View(match_id="m7")),
+                ("SubmitAction", lambda: seat.submit("7S", 3), "Bearer seat", "m7", None),
+                ("LeaveMatch", seat.leave, "Bearer seat", "m7", summary)]:
+            client.stub = _LosesEachFirstAnswer()
+            reply = await do()
+            assert client.stub.calls == [(name, token, match_id)] * 2, name
+            assert answer is None or reply == answer, name
+        client.stub = _LosesEachFirstAnswer()
+        joined = await client.join("m7")
+        assert client.stub.calls == [("JoinMatch", None, "m7")] * 2
+        assert (joined.match_id, joined.seat, joined.token) == ("m7", 1, "s")
+
+    run(scenario())
+
+
+def _refusal(code: grpc.StatusCode, reason: str, view: cg.View | None = None) -> grpc.RpcError:
+    """A refusal with the engine's ErrorInfo (reason) and, for a stale seq, the current View."""
+    details = []
+    for message in [error_details_pb2.ErrorInfo(reason=reason, domain=cg.DOMAIN)] + ([view] if view is not None else []):
+        packed = any_pb2.Any()
+        packed.Pack(message)
+        details.append(packed)
+    status = status_pb2.Status(code=code.value[0], message=reason, details=details)
+
+    class Refused(grpc.RpcError):
+        def code(self):
+            return code
+
+        def details(self):
+            return reason
+
+        def trailing_metadata(self):
+            return (("grpc-status-details-bin", status.SerializeToString()),)
+
+    return Refused()
+
+
+class _Table:
+    """A stub for ``act``: SubmitAction fails with the scripted errors in turn, then answers;
+    GetView answers ``current``; records each submitted (action, expected_seq)."""
+
+    def __init__(self, failures: list[grpc.RpcError], current: cg.View) -> None:
+        self.failures, self.current, self.submitted = list(failures), current, []
+
+    async def SubmitAction(self, request, **kwargs):
+        self.submitted.append((request.action, request.expected_seq))
+        if self.failures:
+            raise self.failures.pop(0)
+        return cg.card_games_pb2.SubmitActionResponse(seq=request.expected_seq + 1)
+
+    async def GetView(self, request, **kwargs):
+        return cg.card_games_pb2.GetViewResponse(view=self.current)
+
+
+def test_act_decides_only_on_its_turn_and_again_on_each_fresh_view():
+    """Offline: ``act`` asks ``decide`` only while the view is this seat's turn of a match not
+    over; a stale seq is decided again on the view the error carries (fetched when it carries
+    none), MATCH_NOT_ACTIVE answers None, another refusal is raised, and ``max_stale`` stale
+    views in a row more than allowed raise StaleSequence with the last view."""
+    active, finished = match_pb2.MATCH_STATUS_ACTIVE, match_pb2.MATCH_STATUS_FINISHED
+
+    def view(seq: int, to_act: int = 0, status: int = active) -> cg.View:
+        return cg.View(match_id="m1", seq=seq, seat=0, to_act=to_act, status=status)
+
+    async def scenario():
+        decided: list[int] = []
+
+        async def decide(v):  # awaited
+            decided.append(v.seq)
+            return f"a{v.seq}"
+
+        def act(table, current, **kwargs):
+            client = _client(table)
+            return cg.SeatSession(client, "m1", 0, "t").act(decide, current, **kwargs)
+
+        for current in (view(1, to_act=1), view(1, status=finished)):
+            table = _Table([], view(1))
+            assert await act(table, current) is None and table.submitted == [] and decided == []
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(4)),
+                        _refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", cg.View()),  # empty: fetched
+                        _refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE")], view(6))  # none: fetched
+        assert (await act(table, view(2))).seq == 7
+        assert table.submitted == [("a2", 2), ("a4", 4), ("a6", 6), ("a6", 6)] and decided == [2, 4, 6, 6]
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(4, to_act=1))], view(9))
+        assert await act(table, view(2)) is None and table.submitted == [("a2", 2)]
+        table = _Table([_refusal(grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")], view(9))
+        assert await act(table, view(2)) is None
+        table = _Table([_refusal(grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION")], view(9))
+        with pytest.raises(cg.FailedPrecondition):
+            await act(table, view(2))
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(s)) for s in (3, 4, 5)], view(9))
+        with pytest.raises(cg.StaleSequence) as stale:
+            await act(table, view(2), max_stale=2)
+        assert stale.value.view.seq == 5 and "stale 3 times" in str(stale.value) and len(table.submitted) == 3
+        assert stale.value.reason == "STALE_SEQUENCE"
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(s)) for s in range(3, 9)], view(9))
+        with pytest.raises(cg.StaleSequence):
+            await act(table, view(2))  # by default, six tries
+        assert len(table.submitted) == 6
+        table = _Table([], view(8))
+        reply = await cg.SeatSession(_client(table), "m1", 0, "t").act(lambda v: f"b{v.seq}", view(8))  # not awaited
+        assert reply.seq == 9 and table.submitted == [("b8", 8)]
+        table = _Table([], view(8))
+        assert (await act(table, None)).seq == 9 and table.submitted == [("a8", 8)]  # no view: fetched
+
+    run(scenario())
