@@ -608,8 +608,9 @@ async def test_compressed_requests_are_read_and_held_to_the_size_limit_once_deco
 @run
 async def test_request_bytes_that_do_not_parse_are_invalid_argument():
     """Garbage bytes, or a string field holding bad UTF-8, are INVALID_ARGUMENT with an
-    ErrorInfo (MALFORMED_REQUEST) and the usual rpc line; grpc alone answered UNKNOWN, named
-    its parser's exception class and logged a traceback at ERROR level for each call."""
+    ErrorInfo (MALFORMED_REQUEST), a message saying the request is not a valid message of the
+    method (docs/api.md) and the usual rpc line; grpc alone answered UNKNOWN, named its
+    parser's exception class and logged a traceback at ERROR level for each call."""
     service = ScriptedService()
     bad_utf8 = b"\x0a\x02\xff\xfe"  # field 1 (a string), two bytes that are not UTF-8
     with structlog.testing.capture_logs() as logs:
@@ -626,6 +627,7 @@ async def test_request_bytes_that_do_not_parse_are_invalid_argument():
     for err in errors:
         assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), err
         assert "DecodeError" not in err.message
+        assert "not a valid message of this method" in err.message, err.message
     assert not service.calls
     assert not [e for e in logs if e["log_level"] in ("error", "critical")]
     lines = [e for e in logs if e["event"] == "rpc"]
