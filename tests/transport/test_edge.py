@@ -813,7 +813,8 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
     """A response (or a stream's message) larger than --max-send-message-bytes is
     RESOURCE_EXHAUSTED RESPONSE_TOO_LARGE, logged as such; grpc alone failed the call with a
     bare status after the handler returned, and the rpc line said OK (seen with the reveal of
-    a match of 2,100 thrown-in deals)."""
+    a match of 2,100 thrown-in deals). The status carries the call's request id, as every
+    error does."""
     service = ScriptedService()
     with structlog.testing.capture_logs() as logs:
         async with running(service, limits=ServerLimits(max_send_message_bytes=20)) as srv:
@@ -825,6 +826,7 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
         assert err.metadata["limit"] == "20" and int(err.metadata["size"]) > 20
     lines = [e for e in logs if e["event"] == "rpc"]
     assert [(e["code"], e.get("reason")) for e in lines] == [("RESOURCE_EXHAUSTED", "RESPONSE_TOO_LARGE")] * 2
+    assert [e["request_id"] for e in lines] == [unary.request_id, stream.request_id] and unary.request_id
 
 
 @run
