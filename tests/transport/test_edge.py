@@ -608,8 +608,9 @@ async def test_compressed_requests_are_read_and_held_to_the_size_limit_once_deco
 @run
 async def test_request_bytes_that_do_not_parse_are_invalid_argument():
     """Garbage bytes, or a string field holding bad UTF-8, are INVALID_ARGUMENT with an
-    ErrorInfo (MALFORMED_REQUEST) and the usual rpc line; grpc alone answered UNKNOWN, named
-    its parser's exception class and logged a traceback at ERROR level for each call."""
+    ErrorInfo (MALFORMED_REQUEST), a message saying the request is not a valid message of the
+    method (docs/api.md) and the usual rpc line; grpc alone answered UNKNOWN, named its
+    parser's exception class and logged a traceback at ERROR level for each call."""
     service = ScriptedService()
     bad_utf8 = b"\x0a\x02\xff\xfe"  # field 1 (a string), two bytes that are not UTF-8
     with structlog.testing.capture_logs() as logs:
@@ -626,6 +627,7 @@ async def test_request_bytes_that_do_not_parse_are_invalid_argument():
     for err in errors:
         assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), err
         assert "DecodeError" not in err.message
+        assert "not a valid message of this method" in err.message, err.message
     assert not service.calls
     assert not [e for e in logs if e["log_level"] in ("error", "critical")]
     lines = [e for e in logs if e["event"] == "rpc"]
@@ -811,7 +813,8 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
     """A response (or a stream's message) larger than --max-send-message-bytes is
     RESOURCE_EXHAUSTED RESPONSE_TOO_LARGE, logged as such; grpc alone failed the call with a
     bare status after the handler returned, and the rpc line said OK (seen with the reveal of
-    a match of 2,100 thrown-in deals)."""
+    a match of 2,100 thrown-in deals). The status carries the call's request id, as every
+    error does."""
     service = ScriptedService()
     with structlog.testing.capture_logs() as logs:
         async with running(service, limits=ServerLimits(max_send_message_bytes=20)) as srv:
@@ -823,6 +826,7 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
         assert err.metadata["limit"] == "20" and int(err.metadata["size"]) > 20
     lines = [e for e in logs if e["event"] == "rpc"]
     assert [(e["code"], e.get("reason")) for e in lines] == [("RESOURCE_EXHAUSTED", "RESPONSE_TOO_LARGE")] * 2
+    assert [e["request_id"] for e in lines] == [unary.request_id, stream.request_id] and unary.request_id
 
 
 @run

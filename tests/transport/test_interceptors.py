@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from types import SimpleNamespace
 
 import grpc
 import pytest
 import structlog
+from google.rpc import error_details_pb2, status_pb2
 
 from engine_service.observability.metrics import Metrics
-from engine_service.transport.interceptors import ObservabilityInterceptor, current_rpc
+from engine_service.transport.interceptors import ObservabilityInterceptor, current_rpc, request_id
 
 from ..sessions.helpers import capture_logs_with_context
 from .harness import run
@@ -317,3 +319,83 @@ async def test_the_code_the_servicer_noted_is_the_lines_whatever_the_context_say
 
     line, raised = await _rpc_line_of(refused, _Context())
     assert (line["code"], line["reason"], type(raised)) == ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE", RuntimeError)
+
+
+@run
+async def test_request_bytes_that_do_not_parse_reach_the_handler_as_undecodable():
+    """The interceptor swaps a method's request parser for one that never raises: bytes that
+    parse are the message; bytes that do not are an Undecodable naming the parser's exception,
+    or JSON for a JSON object (white space before its brace allowed), which the wrappers then
+    refuse with the message that says so."""
+
+    async def echo(request, context):
+        return request
+
+    wrapped = await _wrapped(grpc.unary_unary_rpc_method_handler(
+        echo, request_deserializer=lambda data: data.decode("ascii")))
+    parse = wrapped.request_deserializer
+    assert parse(b"plain") == "plain"
+    for data, error in ((b"\xff{", "UnicodeDecodeError"), (b' \n{"matchId": "\xff"}', "JSON"),
+                        (b"[\xff]", "UnicodeDecodeError")):
+        undecodable = parse(data)
+        assert (type(undecodable).__name__, undecodable.error) == ("Undecodable", error), data
+
+
+class _AbortingContext(_Context):
+    """A context that carries the caller's metadata and records the status it is aborted with."""
+
+    def __init__(self, metadata: tuple = ()) -> None:
+        super().__init__()
+        self.metadata = metadata
+        self.aborted: grpc.Status | None = None
+
+    def invocation_metadata(self) -> tuple:
+        return self.metadata
+
+    async def abort_with_status(self, status: grpc.Status) -> None:
+        self.aborted = status
+        raise grpc.aio.AbortError()
+
+
+@run
+async def test_a_bidirectional_stream_ends_malformed_request_at_the_first_message_that_does_not_parse():
+    """Server reflection, the one bidirectional stream, is not observed, but a request message
+    that does not parse ends it INVALID_ARGUMENT (MALFORMED_REQUEST) with the caller's request
+    id, as the API's calls are refused; the messages before it reach the handler as parsed."""
+    seen = []
+
+    async def reflect(requests, context):
+        async for request in requests:
+            seen.append(request)
+            yield request.upper()
+
+    handler = await _wrapped(grpc.stream_stream_rpc_method_handler(
+        reflect, request_deserializer=lambda data: data.decode("ascii")))
+    parse = handler.request_deserializer
+
+    async def requests():
+        for data in (b"list", b"\xff", b"after"):
+            yield parse(data)
+
+    context = _AbortingContext((("x-request-id", "web-7"),))
+    answers = []
+    with pytest.raises(grpc.aio.AbortError):
+        async for answer in handler.stream_stream(requests(), context):
+            answers.append(answer)
+    assert (seen, answers) == (["list"], ["LIST"])
+    assert context.aborted.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid message of this method" in context.aborted.details
+    (blob,) = [v for k, v in context.aborted.trailing_metadata if k == "grpc-status-details-bin"]
+    info, request_info = (error_details_pb2.ErrorInfo(), error_details_pb2.RequestInfo())
+    first, last = status_pb2.Status.FromString(blob).details
+    assert first.Unpack(info) and last.Unpack(request_info)
+    assert (info.reason, request_info.request_id) == ("MALFORMED_REQUEST", "web-7")
+
+
+def test_a_request_id_is_drawn_for_a_call_without_metadata_or_with_a_value_that_is_not_text():
+    """request_id reads what a context says of its metadata: nothing at all (None) or an
+    ``x-request-id`` that is not text (bytes, as a binary header's value is) is no usable id,
+    and the call gets one drawn here (16 hex digits) rather than an error."""
+    assert request_id((("x-request-id", "web-42"),)) == "web-42"
+    for metadata in (None, (("x-request-id", b"web-42"),)):
+        assert re.fullmatch("[0-9a-f]{16}", request_id(metadata)), metadata
