@@ -26,6 +26,7 @@ from engine_service.sessions.validation import clean_name
 from engine_service.store import MemoryStore
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
+from .virtual_clock import advance_to, run_virtual
 
 GAME = "klaberjass"
 
@@ -1128,6 +1129,26 @@ def test_a_waiting_timeout_of_zero_never_expires_a_table():
 
     summary = run(go())
     assert summary.status == "waiting" and summary.result is None
+
+
+def test_a_table_is_abandoned_exactly_waiting_timeout_s_after_its_creation(monkeypatch):
+    """A table waits for players ``waiting_timeout_s`` (an hour by default: docs/operations.md)
+    and no longer: on a virtual clock (the Unix time the pass reads included), the pass
+    3599.5 s after its creation leaves it waiting and the one exactly 3600 s after ends it,
+    abandoned for ``waiting_timeout`` (a ``>`` let it wait a pass longer)."""
+    async def go():
+        async with manager(config(waiting_timeout_s=3600.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 0, "punctual")
+            created, statuses = mgr._matches[s.match_id].created_at, []
+            for after in (3599.5, 3600.0):
+                await advance_to(created + after)
+                await mgr._housekeeping.sweep_once()
+                statuses.append((await mgr.get_match(s.match_id)).status)
+            return statuses, (await mgr.get_match(s.match_id)).result
+
+    statuses, result = run_virtual(go, monkeypatch)
+    assert statuses == ["waiting", "finished"] and result["reason"] == "waiting_timeout"
 
 
 def test_a_waiting_expiry_the_store_refuses_is_logged_and_the_next_pass_ends_the_table():

@@ -427,6 +427,52 @@ def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts
     assert kept == still == [match_id] and held == [] and status == "terminated"
 
 
+def test_the_sweeper_evicts_a_finished_match_exactly_finished_retention_s_after_its_end(monkeypatch):
+    """``--finished-retention-s`` (docs/operations.md: how long a finished match stays in
+    memory) is reached, not passed: on a virtual clock, the pass 3599.5 s after the end keeps
+    the match and the one exactly 3600 s after evicts it (a ``>`` kept it a pass longer)."""
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        async with manager(config(finished_retention_s=3600.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            for i in range(2):
+                await mgr.join_match(s.match_id, i, f"p{i}")
+            await mgr.terminate_match(s.match_id, "done")
+            ended, held = mgr._matches[s.match_id].finished_mono, []
+            for after in (3599.5, 3600.0):
+                await advance_to(ended + after)
+                await mgr._housekeeping.sweep_once()
+                held.append(list(mgr.match_ids()))
+            return s.match_id, ended == loop.time() - 3600.0, held
+
+    match_id, exact, held = run_virtual(go, monkeypatch)
+    assert exact and held == [[match_id], []]
+
+
+def test_the_sweeper_keeps_a_finished_match_past_its_retention_while_a_series_of_it_is_under_way():
+    """A finished match past ``finished_retention_s`` whose status write is still being tried
+    again (``Seating.busy``: such a series ends with its match's eviction) stays in memory
+    through the pass; the first pass after the series ended evicts it."""
+
+    async def go():
+        async with manager(config(finished_retention_s=0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            for i in range(2):
+                await mgr.join_match(s.match_id, i, f"p{i}")
+            await mgr.terminate_match(s.match_id, "done")
+            writes = mgr._seating.status_writes
+            writes[s.match_id] = asyncio.get_running_loop().create_future()  # a write in doubt
+            await mgr._housekeeping.sweep_once()
+            kept = list(mgr.match_ids())
+            del writes[s.match_id]  # the series ended
+            await mgr._housekeeping.sweep_once()
+            return s.match_id, kept, mgr.match_ids()
+
+    match_id, kept, held = run(go())
+    assert kept == [match_id] and held == []
+
+
 def test_a_finished_match_is_not_evicted_while_a_stream_still_watches_it():
     """A stream still open on a finished match (its ``match_ended`` not read yet: a slow
     reader) keeps the match in memory: ``evict_finished`` and the sweeper pass it over, and
