@@ -400,6 +400,15 @@ def test_eviction_takes_only_finished_matches():
     assert (evicted, held, status) == (1, [active], "terminated")
 
 
+async def _a_terminated_match(mgr):
+    """A Klaberjass match created, both seats joined, then terminated: finished, in memory."""
+    s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+    for i in range(2):
+        await mgr.join_match(s.match_id, i, f"p{i}")
+    await mgr.terminate_match(s.match_id, "done")
+    return s
+
+
 def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts_it():
     """The sweeper's pass evicts a finished match once ``finished_retention_s`` has passed
     since its end (event-loop time), not before: a pass right after the end keeps it, one
@@ -408,10 +417,7 @@ def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts
 
     async def go():
         async with manager(config(finished_retention_s=3600.0)) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            for i in range(2):
-                await mgr.join_match(s.match_id, i, f"p{i}")
-            await mgr.terminate_match(s.match_id, "done")
+            s = await _a_terminated_match(mgr)
             m = mgr._matches[s.match_id]
             m.created_at -= 2 * mgr.config.waiting_timeout_s  # a long match: no waiting table
             await mgr._housekeeping.sweep_once()
@@ -435,10 +441,7 @@ def test_the_sweeper_evicts_a_finished_match_exactly_finished_retention_s_after_
     async def go():
         loop = asyncio.get_running_loop()
         async with manager(config(finished_retention_s=3600.0)) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            for i in range(2):
-                await mgr.join_match(s.match_id, i, f"p{i}")
-            await mgr.terminate_match(s.match_id, "done")
+            s = await _a_terminated_match(mgr)
             ended, held = mgr._matches[s.match_id].finished_mono, []
             for after in (3599.5, 3600.0):
                 await advance_to(ended + after)
@@ -457,10 +460,7 @@ def test_the_sweeper_keeps_a_finished_match_past_its_retention_while_a_series_of
 
     async def go():
         async with manager(config(finished_retention_s=0)) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            for i in range(2):
-                await mgr.join_match(s.match_id, i, f"p{i}")
-            await mgr.terminate_match(s.match_id, "done")
+            s = await _a_terminated_match(mgr)
             writes = mgr._seating.status_writes
             writes[s.match_id] = asyncio.get_running_loop().create_future()  # a write in doubt
             await mgr._housekeeping.sweep_once()
