@@ -121,6 +121,19 @@ def test_documented_log_events_exist():
     assert documented <= known, f"documented events the engine never logs: {sorted(documented - known)}"
 
 
+def test_every_logger_name_is_documented_and_no_other():
+    """An operator filters the lines by ``logger`` (say, the ``rpc`` access lines apart from
+    the match events): the Logs section names every logger the engine writes under, and none
+    it does not."""
+    section = DOC[DOC.index("## Logs"):DOC.index("| event | level |")]
+    documented = set(re.findall(r"`((?:cardgames|engine_service)\.[a-z_.]+)`", section))
+    used = set()
+    for path in (DEPLOY.parent / "engine_service").rglob("*.py"):
+        used.update(re.findall(r'structlog\.get_logger\("([a-z_.]+)"\)', path.read_text()))
+    assert "cardgames.rpc" in used and "engine_service.sessions" in used
+    assert documented == used, sorted(documented ^ used)
+
+
 def test_every_error_and_warning_event_is_documented():
     """An on-call engineer looks up what a warning means too: ``log_conflict`` and
     ``bot_worker_lost`` were warnings that no document named."""
