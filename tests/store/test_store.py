@@ -1002,6 +1002,15 @@ def _open_refused(path, error, **raises):
     return info
 
 
+def _open_refused_unchanged(path, error, **raises):
+    """:func:`_open_refused`, and the file left byte for byte as it was (a refused database is
+    the operator's to restore or inspect, never repaired or touched)."""
+    before = path.read_bytes()
+    info = _open_refused(path, error, **raises)
+    assert path.read_bytes() == before
+    return info
+
+
 def _open_close(path, **kw):
     async def go():
         st = SqliteStore(path, **kw)
@@ -1502,11 +1511,8 @@ def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(t
     conn.execute(damage)
     conn.commit()
     conn.close()
-    before = path.read_bytes()
-
-    info = _open_refused(path, CorruptDatabase)
+    info = _open_refused_unchanged(path, CorruptDatabase)
     assert says in str(info.value) and "restore the latest backup" in str(info.value)
-    assert path.read_bytes() == before
 
 
 def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused_unchanged(tmp_path):
@@ -1520,12 +1526,9 @@ def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused
     conn.execute("CREATE TABLE matches_by_creation (note TEXT)")
     conn.commit()
     conn.close()
-    before = path.read_bytes()
-
-    info = _open_refused(path, NotADatabase)
+    info = _open_refused_unchanged(path, NotADatabase)
     assert str(info.value) == (f"{path} is not a usable SQLite database "
                                "(there is already a table named matches_by_creation)")
-    assert path.read_bytes() == before
 
 
 def test_a_loop_of_symbolic_links_is_a_clear_error(tmp_path):
@@ -1643,13 +1646,10 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     path = tmp_path / "db.sqlite3"
     sqlite_with_matches(path)
     overwrite_page(path, 3)
-    before = path.read_bytes()
-
-    info = _open_refused(path, CorruptDatabase)
+    info = _open_refused_unchanged(path, CorruptDatabase)
     message = str(info.value)
     assert str(path) in message and "is corrupt" in message and "Page 3" in message, message
     assert isinstance(info.value, NotADatabase)
-    assert path.read_bytes() == before
 
 
 def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tmp_path):
@@ -1660,12 +1660,9 @@ def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tm
     sqlite_with_matches(path)
     for page in (3, 5, 7, 9):
         overwrite_page(path, page)
-    before = path.read_bytes()
-
-    info = _open_refused(path, CorruptDatabase)
+    info = _open_refused_unchanged(path, CorruptDatabase)
     assert str(info.value).startswith(
         f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it")
-    assert path.read_bytes() == before
 
 
 def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(tmp_path):
@@ -1679,12 +1676,9 @@ def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(t
     conn.execute("CREATE INDEX matches_by_their_name ON matches (name COLLATE their_order)")
     conn.commit()
     conn.close()
-    before = path.read_bytes()
-
-    info = _open_refused(path, CorruptDatabase)
+    info = _open_refused_unchanged(path, CorruptDatabase)
     assert str(info.value).startswith(
         f"{path} is corrupt (SQLite PRAGMA quick_check: no such collation sequence: their_order)")
-    assert path.read_bytes() == before
 
 
 def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
@@ -1696,13 +1690,10 @@ def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path
     sqlite_with_matches(path)
     with open(path, "r+b") as f:  # page 1 (SQLite's header) whole, the rest of the schema gone
         f.truncate(4096 + 100)
-    before = path.read_bytes()
-
-    info = _open_refused(path, CorruptDatabase)
+    info = _open_refused_unchanged(path, CorruptDatabase)
     message = str(info.value)
     assert str(path) in message and "is corrupt" in message and "restore the latest backup" in message, message
     assert "SQLITE_CORRUPT" in message and "not a SQLite database" not in message
-    assert path.read_bytes() == before
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"hello, not a database at all" * 200)
     with pytest.raises(NotADatabase, match="is not a SQLite database") as info:
@@ -1883,11 +1874,8 @@ def test_a_database_of_ours_without_a_schema_version_is_refused_unchanged(tmp_pa
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version=0")
     conn.close()
-    before = path.read_bytes()
-
-    info = _open_refused(path, NotADatabase, match="has no schema version")
+    info = _open_refused_unchanged(path, NotADatabase, match="has no schema version")
     assert str(path) in str(info.value)
-    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("pages, more", [((3, 4, 5), ""), ((3, 4, 5, 6), " (and 1 more)")])
