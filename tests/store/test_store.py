@@ -1383,11 +1383,7 @@ def test_sqlite_files_carry_the_application_id_every_release_wrote(tmp_path):
     another application's."""
     path = tmp_path / "db.sqlite3"
 
-    async def go():
-        st = SqliteStore(path)
-        await st.open()
-        await st.close()
-    run(go())
+    _open_close(path)
     conn = sqlite3.connect(path)
     try:
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -1554,11 +1550,7 @@ def test_a_file_sqlite_reads_as_empty_is_made_a_database(tmp_path, content):
     path = tmp_path / "cards.sqlite3"
     path.write_bytes(content)
 
-    async def go():
-        st = SqliteStore(path)
-        await st.open()
-        await st.close()
-    run(go())
+    _open_close(path)
     assert path.read_bytes().startswith(b"SQLite format 3\x00") or (tmp_path / "cards.sqlite3-wal").exists()
     conn = sqlite3.connect(path)
     try:
@@ -1606,17 +1598,12 @@ def test_a_copy_made_with_dump_is_refused_saying_so_not_as_another_applications(
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "db.sqlite3"
 
-    async def create():
-        st = SqliteStore(path)
-        await st.open()
-        await st.close()
-    run(create())
+    _open_close(path)
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version=99")
     conn.commit()
     conn.close()
-    with pytest.raises(NotADatabase, match="newer"):
-        run(create())
+    _open_refused(path, NotADatabase, match="newer")
 
 
 def sqlite_with_matches(path, count: int = 30) -> None:
