@@ -24,6 +24,7 @@ ABBREVIATED = {
     "bench.gj_bid_inference": "--cal",  # --calibrate
     "bench.pg_append": "--matc",
     "bench.prune_batches": "--matc",
+    "bench.restart_resume": "--matc",  # --matches
     "bench.rules_playouts": "--sec",  # --seconds
     "bench.search_playouts": "--per",  # --per-position
     "bench.service_load": "--cli",  # --clients

@@ -89,6 +89,13 @@ MAX_MATCH_ID_LENGTH = 64
 #: The longest a start waits for its bot workers before it arms the resumed matches' bots
 #: (:meth:`MatchManager._await_bot_workers`): well within the orchestrator's start-up probe.
 BOT_WORKERS_WAIT_S = 15.0
+#: Unfinished matches read back at once at start-up (:meth:`MatchManager._resume_unfinished`).
+#: A PostgreSQL read of a match is a transaction of seven round trips: one after another,
+#: with the database 1 ms away, 39 ms a match: 10,000 matches would take six minutes, past
+#: the start-up probe's two (bench/restart_resume.py). The store's pool (8 connections) serves
+#: several at once and one match's replay overlaps the others' reads (on SQLite too, whose
+#: reads run in the store's thread); more reads than connections would only queue.
+RESUME_CONCURRENCY = 8
 
 
 class BotHostLike(Protocol):
@@ -237,19 +244,7 @@ class MatchManager:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
-        resumed: list[LiveMatch] = []
-        for match_id in await self._store.unfinished_match_ids():
-            try:
-                m = await self._load(match_id)
-            except (CorruptLog, RulesError) as exc:
-                log.error("match_resume_failed", match_id=match_id, error=str(exc))
-                continue
-            except StoreError as exc:
-                raise type(exc)(f"resuming the unfinished matches failed: {exc}") from exc
-            if m is not None and not m.over:
-                resumed.append(m)
-                self.metrics.matches_resumed.labels(m.game.id).inc()
-                m.log.info("match_resumed", seq=m.seq, status=m.status)
+        resumed = await self._resume_unfinished()
         if wait_for_bot_workers:
             await self.wait_for_bot_workers()
         else:
@@ -267,6 +262,43 @@ class MatchManager:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
+
+    async def _resume_unfinished(self) -> list[LiveMatch]:
+        """Every unfinished match rebuilt from the store, :data:`RESUME_CONCURRENCY` of them
+        read at once; the ones still unfinished, in the store's order (creation). A match
+        whose log does not replay is logged and skipped. Any other error fails the start:
+        no further match is begun, the loads under way are let finish (one may be writing: a
+        deal that was due, a start, an end), then the first error is raised, a store's as
+        "resuming the unfinished matches failed: ..."."""
+        ids = await self._store.unfinished_match_ids()
+        loaded: list[LiveMatch | None] = [None] * len(ids)
+        pending = iter(enumerate(ids))  # shared: each id is taken by one loader
+        failed: list[Exception] = []
+
+        async def loader() -> None:
+            for i, match_id in pending:
+                if failed:
+                    return
+                try:
+                    m = await self._load(match_id)
+                except (CorruptLog, RulesError) as exc:
+                    log.error("match_resume_failed", match_id=match_id, error=str(exc))
+                    continue
+                except Exception as exc:
+                    failed.append(exc)
+                    return
+                if m is not None and not m.over:
+                    loaded[i] = m
+                    self.metrics.matches_resumed.labels(m.game.id).inc()
+                    m.log.info("match_resumed", seq=m.seq, status=m.status)
+
+        await asyncio.gather(*(loader() for _ in range(min(RESUME_CONCURRENCY, len(ids)))))
+        if failed:
+            exc = failed[0]
+            if isinstance(exc, StoreError):
+                raise type(exc)(f"resuming the unfinished matches failed: {exc}") from exc
+            raise exc
+        return [m for m in loaded if m is not None]
 
     async def _await_bot_workers(self, resumed: list[LiveMatch]) -> None:
         """Before the resumed matches' bots are asked (at once, by :meth:`_rearm`), wait for

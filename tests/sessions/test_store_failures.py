@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError, StaleSequence
+from engine_service.sessions import manager as manager_module
 from engine_service.sessions import seating as seating_module
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
@@ -241,6 +242,86 @@ def test_a_store_error_while_resuming_fails_the_start_and_closes_the_store():
     assert str(error) == "resuming the unfinished matches failed: the database is unreachable"
     assert closed == 1 and held == []
     assert summary.status == "finished" and summary.result["outcome"] == "abandoned"
+
+
+class SlowLoads(MemoryStore):
+    """A store a round trip away: a match's read takes a while. It records the reads begun
+    and ended, and the most under way at once; the read of ``fail`` fails at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.begun, self.ended, self.in_flight, self.most, self.fail = [], [], 0, 0, None
+
+    async def load_match(self, match_id):
+        self.begun.append(match_id)
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            if match_id == self.fail:
+                raise StoreError("the database is unreachable")
+            await asyncio.sleep(0.02)
+            return await super().load_match(match_id)
+        finally:
+            self.in_flight -= 1
+            self.ended.append(match_id)
+
+
+async def _unfinished_matches(store, count: int) -> list[str]:
+    """``count`` active Japanese Joker matches in ``store``, left by a manager that crashed;
+    their ids in the store's order."""
+    first = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+    await first.start()
+    for _ in range(count):
+        s = await first.create_match(CreateMatchRequest(game="japanese_joker"))
+        for seat in range(2):
+            await first.join_match(s.match_id, seat, f"p{seat}")
+    return await store.unfinished_match_ids()
+
+
+def test_the_start_reads_the_unfinished_matches_several_at_once():
+    """A restart rebuilds every unfinished match before it serves (docs/operations.md,
+    start-up step 6). One read after another, a PostgreSQL store a round trip away took
+    longer to resume 10,000 matches than the start-up probe allows (bench/restart_resume.py):
+    RESUME_CONCURRENCY reads are under way at once, and every match is resumed."""
+    store = SlowLoads()
+
+    async def go():
+        ids = await _unfinished_matches(store, 2 * manager_module.RESUME_CONCURRENCY + 1)
+        store.begun.clear()
+        metrics = Metrics()
+        second = MatchManager(config(), store=store, metrics=metrics, create_bot_host=False)
+        await second.start()
+        try:
+            resumed = metrics.matches_resumed.labels("japanese_joker")._value.get()
+            return ids, sorted(second.match_ids()), [second._matches[i].seq for i in ids], resumed
+        finally:
+            await second.close()
+
+    ids, held, seqs, resumed = run(go())
+    assert store.most == manager_module.RESUME_CONCURRENCY == 8  # the store pool's default size
+    assert sorted(store.begun) == sorted(ids) and held == sorted(ids) and resumed == len(ids)
+    assert all(seq == 0 for seq in seqs)
+
+
+def test_a_store_error_while_resuming_begins_no_further_read_and_waits_for_those_under_way():
+    """The first read that fails ends the resume: no read of another match begins after it
+    (each would fail too), and the start raises only once the reads under way have ended
+    (one may be writing: a deal that was due, a start, an end; the store is closed next)."""
+    store = SlowLoads()
+
+    async def go():
+        ids = await _unfinished_matches(store, 2 * manager_module.RESUME_CONCURRENCY)
+        store.begun.clear()
+        store.fail = ids[manager_module.RESUME_CONCURRENCY - 1]  # the last read begun at once
+        second = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with pytest.raises(StoreError) as failed:
+            await second.start()
+        return ids, list(store.ended), second.match_ids(), str(failed.value)
+
+    ids, ended, held, error = run(go())
+    under_way = ids[:manager_module.RESUME_CONCURRENCY]
+    assert store.begun == under_way and sorted(ended) == sorted(under_way)
+    assert error == "resuming the unfinished matches failed: the database is unreachable" and held == []
 
 
 def test_a_retry_while_the_store_cannot_be_read_is_unavailable_then_gets_its_result():
