@@ -1949,3 +1949,97 @@ def test_a_worker_found_dead_before_the_request_is_lost_and_its_socket_closed():
     finally:
         worker.kill()
         peer.close()
+
+
+def test_a_worker_is_waited_for_until_it_says_it_is_ready():
+    """The wait lasts until the worker speaks (its plugins' imports take a while), not one look."""
+    import threading
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    later = threading.Timer(0.1, peer.send, (("ready", proc.pid),))
+    try:
+        later.start()
+        assert worker.wait_ready(10.0) is True
+    finally:
+        later.join()
+        worker.kill()
+        peer.close()
+
+
+def test_a_worker_that_says_nothing_in_time_is_not_ready_and_is_killed():
+    """A worker that has not said it is ready within the wait (its plugins' imports hang) is
+    not ready: it is killed and reaped, so the pool can start another after a pause."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        assert worker.wait_ready(0.05) is False
+        assert not worker.ready and worker.broken and not worker.alive()
+        assert proc.poll() is not None and worker.conn.closed
+    finally:
+        worker.kill()
+        peer.close()
+
+
+@pytest.mark.parametrize("said, loaded", [
+    (("ready", 1), None),  # a zygote's fork: the zygote's bots
+    (("ready", 1, ("random", "heuristic"), ("lost",)), (["random", "heuristic"], ["lost"])),  # a fresh interpreter's own
+])
+def test_a_worker_that_says_it_is_ready_is_ready_with_what_it_loaded(said, loaded):
+    """A worker's ``ready`` makes it ready and alive; a fresh interpreter's also says the bots
+    it loaded and its load failures (logged when it lacks a bot the engine lists)."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.send(said)
+        assert worker.wait_ready(10.0) is True
+        assert worker.ready and not worker.broken and worker.alive()
+        assert worker.loaded == loaded
+    finally:
+        worker.kill()
+        peer.close()
+
+
+@pytest.mark.parametrize("said", [("loaded", [], []), "ready", (), None], ids=["other", "str", "empty", "gone"])
+def test_a_worker_whose_first_word_is_not_ready_is_killed(said):
+    """A first message other than ``ready`` (a garbled start), or the end of the worker's
+    socket (it died while loading), is no ready worker: killed."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        if said is None:
+            peer.close()
+        else:
+            peer.send(said)
+        assert worker.wait_ready(10.0) is False
+        assert not worker.ready and worker.broken and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
+
+
+
+def test_a_stopped_worker_is_asked_to_exit_and_given_the_time_to():
+    """Stopping a worker asks it to exit (``None``) and waits until it has, within a grace
+    (pool.SHUTDOWN_GRACE_S), rather than killing it at once or waiting out the whole grace;
+    then its group is killed and it is reaped all the same."""
+    import threading
+
+    from engine_service.plugins.pool import SHUTDOWN_GRACE_S
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    told = []
+
+    def exits():
+        told.append(peer.recv())
+        time.sleep(0.2)  # its last words
+        told.append("ended")
+        peer.close()
+
+    exiting = threading.Thread(target=exits)
+    exiting.start()
+    try:
+        started = time.monotonic()
+        worker.stop()
+        assert told == [None, "ended"], "the worker was not given the time to exit"
+        assert time.monotonic() - started < SHUTDOWN_GRACE_S
+        exiting.join(10.0)
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
