@@ -2043,3 +2043,62 @@ def test_a_stopped_worker_is_asked_to_exit_and_given_the_time_to():
         assert worker.broken and worker.conn.closed and proc.poll() is not None
     finally:
         worker.kill()
+
+
+
+@pytest.mark.parametrize("forked, pidfds", [(True, True), (True, False), (False, True)],
+                         ids=["zygote-fork", "zygote-fork-without-pidfds", "fresh-interpreter"])
+def test_a_worker_is_alive_while_it_runs_and_not_once_ended_and_asking_never_reaps_it(
+        forked, pidfds, monkeypatch):
+    """Whichever way it is asked (a fresh interpreter by ``waitid``, a zygote's fork by its
+    pidfd or, without pidfds, by its pid): a running worker is alive; one that ended is not,
+    while still unreaped (a zombie: asking leaves its pid held) and once gone; and a killed
+    (reaped) worker is signalled once and never again, not even to ask."""
+    import socket
+    import subprocess
+
+    from engine_service.plugins import pool as P
+
+    if not pidfds:
+        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
+    class Zygote:  # records the reaps it is told
+        reaped: list[int] = []
+
+        def reap(self, pid):
+            self.reaped.append(pid)
+
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    ours, theirs = socket.socketpair()
+    zygote = Zygote() if forked else None
+    worker = P.WorkerProcess(proc.pid, ours.detach(), None if forked else proc, zygote)
+    pidfd = worker._pidfd
+    try:
+        assert (pidfd is not None) == (forked and pidfds) and worker.alive()
+        proc.kill()
+        until_ended = time.monotonic() + 10.0
+        while not _zombie(proc.pid) and time.monotonic() < until_ended:
+            time.sleep(0.01)
+        assert not worker.alive(), "an ended worker (a zombie) was taken for alive"
+        assert _zombie(proc.pid), "asking whether the worker is alive reaped it"
+        proc.wait()
+        assert not worker.alive(), "a worker whose pid is gone was taken for alive"
+        sent = _signals(monkeypatch)
+        worker.kill()
+        assert sent == [("killpg", proc.pid, signal.SIGKILL),
+                        ("pidfd", pidfd, signal.SIGKILL) if pidfd is not None else ("kill", proc.pid, signal.SIGKILL)]
+        if forked:  # the zygote is told it may reap it now
+            assert zygote.reaped == [proc.pid]
+        if pidfd is not None:  # closed
+            assert worker._pidfd is None
+            with pytest.raises(OSError):
+                os.fstat(pidfd)
+        sent.clear()
+        worker.kill()
+        assert not worker.alive() and sent == [], "a killed worker's pid was signalled again"
+        assert zygote is None or zygote.reaped == [proc.pid]
+    finally:
+        monkeypatch.undo()
+        worker.kill()
+        theirs.close()
+        proc.kill()
+        proc.wait()
