@@ -855,13 +855,18 @@ def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
                 break
             await asyncio.sleep(0.02)
         assert all(spare.conn.closed for spare in spares), "a dead spare's socket is still open"
+        # with no live spare, a worker started in the lost one's place answers the next decision
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
 
     run(with_host(body, workers=1))
 
 
 def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
     """A worker lost to a crash hands its place to a spare set aside ready (pool.SPARES), not
-    to a worker forked after the decision: capacity is back at once, and the spare lives on."""
+    to a worker forked after the decision: capacity is back at once, the spare lives on, and
+    another spare is started in its place."""
+    from engine_service.plugins.pool import SPARES
+
     async def body(host):
         spares = list(host._pool._spares)
         assert len(spares) == 2
@@ -869,8 +874,24 @@ def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
         (in_rotation,) = host.worker_pids()
         assert in_rotation in {spare.pid for spare in spares} and host._pool._idle.qsize() == 1
         assert all(spare.alive() for spare in spares)
+        await until(lambda: len(host._pool._spares) == SPARES)
+        assert host._pool._spares_starting == 0 and in_rotation not in {w.pid for w in host._pool._spares}
 
     run(with_host(body, workers=1))
+
+
+def test_a_worker_that_answered_stays_in_rotation():
+    """A worker whose decision was answered goes back to the idle workers as it is: not
+    killed and replaced (that costs a fork per decision and a spare), nor its spares touched."""
+    async def body(host):
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        spares = list(host._pool._spares)
+        for seed in (1, 2):
+            assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, seed, 30.0)).action in LEGAL
+        assert host.worker_pids() == [worker.pid] and worker.alive() and not worker.broken
+        assert host._pool._idle.qsize() == 1 and host._pool._spares == spares
+
+    run(with_host(body, workers=1, plugins=()))
 
 
 def _zombie(pid: int) -> bool:
