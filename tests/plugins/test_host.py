@@ -864,10 +864,11 @@ def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
 def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
     """A worker lost to a crash hands its place to a spare set aside ready (pool.SPARES), not
     to a worker forked after the decision: capacity is back at once, the spare lives on, and
-    another spare is started in its place."""
+    another spare is started in its place, forked by the same zygote (a live one is kept)."""
     from engine_service.plugins.pool import SPARES
 
     async def body(host):
+        zygote = host._pool._zygote
         spares = list(host._pool._spares)
         assert len(spares) == 2
         assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).failure == "crash"
@@ -876,8 +877,21 @@ def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
         assert all(spare.alive() for spare in spares)
         await until(lambda: len(host._pool._spares) == SPARES)
         assert host._pool._spares_starting == 0 and in_rotation not in {w.pid for w in host._pool._spares}
+        assert host._pool._zygote is zygote and zygote.alive()
 
     run(with_host(body, workers=1))
+
+
+def test_a_spare_being_started_is_not_listed_in_rotation():
+    """A spare forked but not yet ready (a zygote's fork is as quick as a worker's) is no
+    worker in rotation: pids() lists only those (host.worker_pids)."""
+    async def body(host):
+        (in_rotation,) = host.worker_pids()
+        starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
+        assert starting.alive() and starting in host._pool._workers
+        assert host.worker_pids() == [in_rotation]
+
+    run(with_host(body, workers=1, plugins=()))
 
 
 def test_a_worker_that_answered_stays_in_rotation():
@@ -1470,6 +1484,34 @@ def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_wor
         await host.close()
 
     run(go())
+
+
+def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
+    """A worker whose start was under way when the pool closed (at the interpreter's exit,
+    close_sync) is killed and refused (PoolClosed), never added to the workers of a closed
+    pool, which nothing would stop any more."""
+    from engine_service.plugins import pool as P
+
+    host = BotHost(plugins=(), workers=1)
+    workers_pool, started = host._pool, []
+    start = P.WorkerProcess.start
+
+    def start_then_close(*args, **kwargs):
+        started.append(start(*args, **kwargs))
+        workers_pool.close_sync()  # the pool closes while the worker starts
+        return started[-1]
+
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(P.WorkerProcess, "start", start_then_close)
+            with pytest.raises(P.PoolClosed):
+                workers_pool._new_worker()
+        (worker,) = started
+        assert worker.broken and not worker.alive() and worker.conn.closed
+        assert not workers_pool._workers
+    finally:
+        workers_pool.close_sync()
+        workers_pool._zygote.process.wait(30)
 
 
 class _PrintingPlugin:
