@@ -363,6 +363,8 @@ def test_closed_host_refuses_and_stops_its_workers():
         zygote = host._pool._zygote
         await host.close()
         assert zygote.process.returncode == 0
+        # nothing of the pool is kept: its workers forgotten, its threads let go
+        assert not host._pool._workers and host._pool._threads._shutdown
         await host.close()  # idempotent
         host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
@@ -677,6 +679,8 @@ def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_pat
         assert d.action == LEGAL[0], d
         if close == "close_sync":
             host._pool.close_sync()
+            # nothing of the pool is kept: its workers forgotten, its threads let go
+            assert not host._pool._workers and host._pool._threads._shutdown
 
     run(with_host(body))
     answered = int(pidfile.read_text().split()[1])
