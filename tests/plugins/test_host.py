@@ -806,7 +806,7 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
             pool._spares_starting += 1  # as _top_up_spares counts one it starts
         started = time.monotonic()
         with capture_logs() as logs:
-            await pool._admit(None, spare=spare)
+            await pool._admit(spare=spare)
         assert [e["retry_in_s"] for e in logs if e["event"] == "bot_worker_start_failed"] == [0.1, 0.2, 0.3, 0.3]
         assert time.monotonic() - started >= 0.1 + 0.2 + 0.3 + 0.3, "no pause between the starts"
         assert [e["pid"] for e in logs if e["event"] == "bot_worker_start_failed"] == [w.pid for w in failed]
