@@ -646,7 +646,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._zygote_lock = threading.Lock()
         self._workers: set[WorkerProcess] = set()
-        self._zygote: Zygote | None = Zygote(settings)
+        self._zygote = Zygote(settings)  # replaced when found dead, never None
         #: the bots the host lists, once it has compared its catalog with the zygote's (a
         #: restarted zygote that lacks one says so: Zygote)
         self.expected: frozenset[str] | None = None
@@ -675,7 +675,7 @@ class WorkerPool:
             # one thread restarts it: two starting workers at once (a worker and a spare) both
             # found it dead and each started a zygote, one of which was left running, unused
             zygote = self._zygote
-            if zygote is not None and not zygote.alive():
+            if not zygote.alive():
                 log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
                 zygote.close()
                 zygote = self._zygote = Zygote(self.settings, self.expected)
@@ -691,8 +691,7 @@ class WorkerPool:
 
     def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
         """What the zygote started with the pool loaded (:meth:`Zygote.loaded`)."""
-        zygote = self._zygote
-        return None if zygote is None else zygote.loaded(timeout)
+        return self._zygote.loaded(timeout)
 
     def _forget(self, worker: WorkerProcess) -> None:
         with self._lock:
@@ -717,14 +716,14 @@ class WorkerPool:
             self._loop = asyncio.get_running_loop()
             self._idle = asyncio.Queue()
             for _ in range(self.size):
-                self._spawn_task(self._admit(None))
+                self._spawn_task(self._admit())
             self._top_up_spares()
         return self._idle
 
     def _top_up_spares(self) -> None:
         while len(self._spares) + self._spares_starting < SPARES and not self._closed:
             self._spares_starting += 1
-            self._spawn_task(self._admit(None, spare=True))
+            self._spawn_task(self._admit(spare=True))
 
     def _spawn_task(self, coro: Any) -> None:
         assert self._loop is not None
@@ -732,22 +731,21 @@ class WorkerPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _admit(self, worker: WorkerProcess | None, spare: bool = False) -> None:
-        """Wait (in a thread) until ``worker`` (None: a new one) is ready, then put it in
-        rotation (or aside as a spare); a worker that fails to start is replaced after a
-        pause, so a broken environment cannot spin."""
+    async def _admit(self, spare: bool = False) -> None:
+        """Start a new worker and wait (in a thread) until it is ready, then put it in rotation
+        (or aside as a spare); a worker that fails to start is replaced after a pause, so a
+        broken environment cannot spin."""
         try:
-            await self._admit_loop(worker, spare)
+            await self._admit_loop(spare)
         finally:
             if spare:
                 self._spares_starting -= 1
 
-    async def _admit_loop(self, worker: WorkerProcess | None, spare: bool) -> None:
+    async def _admit_loop(self, spare: bool) -> None:
         loop = asyncio.get_running_loop()
         backoff = RESTART_BACKOFF_S
         while not self._closed:
-            if worker is None:
-                worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
+            worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
             ok = await loop.run_in_executor(self._threads, worker.wait_ready, READY_TIMEOUT_S)
             if self._closed:
                 await loop.run_in_executor(self._threads, worker.stop)
@@ -768,7 +766,6 @@ class WorkerPool:
             log.error("bot_worker_start_failed", pid=worker.pid,
                       retry_in_s=backoff)
             self._forget(worker)
-            worker = None
             await asyncio.sleep(backoff)
             backoff = min(MAX_BACKOFF_S, backoff * 2)
 
@@ -856,7 +853,7 @@ class WorkerPool:
         if spare is not None:
             self._idle.put_nowait(spare)  # capacity is back at once
         else:
-            self._spawn_task(self._admit(None))
+            self._spawn_task(self._admit())
         self._top_up_spares()
 
     def pids(self) -> list[int]:
@@ -881,8 +878,7 @@ class WorkerPool:
         if workers:
             await asyncio.gather(*(loop.run_in_executor(self._threads, w.stop) for w in workers),
                                  return_exceptions=True)
-        if self._zygote is not None:
-            await loop.run_in_executor(self._threads, self._zygote.close)
+        await loop.run_in_executor(self._threads, self._zygote.close)
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     def close_sync(self) -> None:
@@ -893,8 +889,7 @@ class WorkerPool:
             self._workers.clear()
         for w in workers:
             w.kill()
-        if self._zygote is not None:
-            self._zygote.process.kill()
+        self._zygote.process.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 

@@ -256,7 +256,8 @@ def test_decisions_queue_for_a_free_worker_within_their_deadline(wide_margin):
         busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 2.5)) for b in ("sleeps", "polite")]
         await asyncio.sleep(0.05)
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.2)
-        assert d.failure == "timeout" and "free" in d.detail
+        # at its deadline, not when a worker freed up after it
+        assert d.failure == "timeout" and "no bot worker was free before the deadline" in d.detail, d
         assert [x.failure for x in await asyncio.gather(*busy)] == ["timeout", None]
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
         assert d.action in LEGAL
@@ -363,6 +364,8 @@ def test_closed_host_refuses_and_stops_its_workers():
         zygote = host._pool._zygote
         await host.close()
         assert zygote.process.returncode == 0
+        # nothing of the pool is kept: its workers forgotten, its threads let go
+        assert not host._pool._workers and host._pool._threads._shutdown
         await host.close()  # idempotent
         host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
@@ -677,6 +680,8 @@ def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_pat
         assert d.action == LEGAL[0], d
         if close == "close_sync":
             host._pool.close_sync()
+            # nothing of the pool is kept: its workers forgotten, its threads let go
+            assert not host._pool._workers and host._pool._threads._shutdown
 
     run(with_host(body))
     answered = int(pidfile.read_text().split()[1])
@@ -799,9 +804,11 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
         monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
         if spare:
             pool._spares_starting += 1  # as _top_up_spares counts one it starts
+        started = time.monotonic()
         with capture_logs() as logs:
-            await pool._admit(None, spare=spare)
+            await pool._admit(spare=spare)
         assert [e["retry_in_s"] for e in logs if e["event"] == "bot_worker_start_failed"] == [0.1, 0.2, 0.3, 0.3]
+        assert time.monotonic() - started >= 0.1 + 0.2 + 0.3 + 0.3, "no pause between the starts"
         assert [e["pid"] for e in logs if e["event"] == "bot_worker_start_failed"] == [w.pid for w in failed]
         assert not set(failed) & (pool._workers | pool._spares_not_ready)
         assert not {w.pid for w in failed} & set(pool.pids())
@@ -853,22 +860,57 @@ def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
                 break
             await asyncio.sleep(0.02)
         assert all(spare.conn.closed for spare in spares), "a dead spare's socket is still open"
+        # with no live spare, a worker started in the lost one's place answers the next decision
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
 
     run(with_host(body, workers=1))
 
 
 def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
     """A worker lost to a crash hands its place to a spare set aside ready (pool.SPARES), not
-    to a worker forked after the decision: capacity is back at once, and the spare lives on."""
+    to a worker forked after the decision: capacity is back at once, the spare lives on, and
+    another spare is started in its place, forked by the same zygote (a live one is kept)."""
+    from engine_service.plugins.pool import SPARES
+
     async def body(host):
+        zygote = host._pool._zygote
         spares = list(host._pool._spares)
         assert len(spares) == 2
         assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).failure == "crash"
         (in_rotation,) = host.worker_pids()
         assert in_rotation in {spare.pid for spare in spares} and host._pool._idle.qsize() == 1
         assert all(spare.alive() for spare in spares)
+        await until(lambda: len(host._pool._spares) == SPARES)
+        assert host._pool._spares_starting == 0 and in_rotation not in {w.pid for w in host._pool._spares}
+        assert host._pool._zygote is zygote and zygote.alive()
 
     run(with_host(body, workers=1))
+
+
+def test_a_spare_being_started_is_not_listed_in_rotation():
+    """A spare forked but not yet ready (a zygote's fork is as quick as a worker's) is no
+    worker in rotation: pids() lists only those (host.worker_pids)."""
+    async def body(host):
+        (in_rotation,) = host.worker_pids()
+        starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
+        assert starting.alive() and starting in host._pool._workers
+        assert host.worker_pids() == [in_rotation]
+
+    run(with_host(body, workers=1, plugins=()))
+
+
+def test_a_worker_that_answered_stays_in_rotation():
+    """A worker whose decision was answered goes back to the idle workers as it is: not
+    killed and replaced (that costs a fork per decision and a spare), nor its spares touched."""
+    async def body(host):
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        spares = list(host._pool._spares)
+        for seed in (1, 2):
+            assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, seed, 30.0)).action in LEGAL
+        assert host.worker_pids() == [worker.pid] and worker.alive() and not worker.broken
+        assert host._pool._idle.qsize() == 1 and host._pool._spares == spares
+
+    run(with_host(body, workers=1, plugins=()))
 
 
 def _zombie(pid: int) -> bool:
@@ -1449,6 +1491,34 @@ def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_wor
     run(go())
 
 
+def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
+    """A worker whose start was under way when the pool closed (at the interpreter's exit,
+    close_sync) is killed and refused (PoolClosed), never added to the workers of a closed
+    pool, which nothing would stop any more."""
+    from engine_service.plugins import pool as P
+
+    host = BotHost(plugins=(), workers=1)
+    workers_pool, started = host._pool, []
+    start = P.WorkerProcess.start
+
+    def start_then_close(*args, **kwargs):
+        started.append(start(*args, **kwargs))
+        workers_pool.close_sync()  # the pool closes while the worker starts
+        return started[-1]
+
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(P.WorkerProcess, "start", start_then_close)
+            with pytest.raises(P.PoolClosed):
+                workers_pool._new_worker()
+        (worker,) = started
+        assert worker.broken and not worker.alive() and worker.conn.closed
+        assert not workers_pool._workers
+    finally:
+        workers_pool.close_sync()
+        workers_pool._zygote.process.wait(30)
+
+
 class _PrintingPlugin:
     """A plugin whose hook prints: in the engine's process that output must not reach its
     stdout or stderr (the JSON log stream), as a worker's output does not."""
@@ -1949,3 +2019,156 @@ def test_a_worker_found_dead_before_the_request_is_lost_and_its_socket_closed():
     finally:
         worker.kill()
         peer.close()
+
+
+def test_a_worker_is_waited_for_until_it_says_it_is_ready():
+    """The wait lasts until the worker speaks (its plugins' imports take a while), not one look."""
+    import threading
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    later = threading.Timer(0.1, peer.send, (("ready", proc.pid),))
+    try:
+        later.start()
+        assert worker.wait_ready(10.0) is True
+    finally:
+        later.join()
+        worker.kill()
+        peer.close()
+
+
+def test_a_worker_that_says_nothing_in_time_is_not_ready_and_is_killed():
+    """A worker that has not said it is ready within the wait (its plugins' imports hang) is
+    not ready: it is killed and reaped, so the pool can start another after a pause."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        assert worker.wait_ready(0.05) is False
+        assert not worker.ready and worker.broken and not worker.alive()
+        assert proc.poll() is not None and worker.conn.closed
+    finally:
+        worker.kill()
+        peer.close()
+
+
+@pytest.mark.parametrize("said, loaded", [
+    (("ready", 1), None),  # a zygote's fork: the zygote's bots
+    (("ready", 1, ("random", "heuristic"), ("lost",)), (["random", "heuristic"], ["lost"])),  # a fresh interpreter's own
+])
+def test_a_worker_that_says_it_is_ready_is_ready_with_what_it_loaded(said, loaded):
+    """A worker's ``ready`` makes it ready and alive; a fresh interpreter's also says the bots
+    it loaded and its load failures (logged when it lacks a bot the engine lists)."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.send(said)
+        assert worker.wait_ready(10.0) is True
+        assert worker.ready and not worker.broken and worker.alive()
+        assert worker.loaded == loaded
+    finally:
+        worker.kill()
+        peer.close()
+
+
+@pytest.mark.parametrize("said", [("loaded", [], []), "ready", (), None], ids=["other", "str", "empty", "gone"])
+def test_a_worker_whose_first_word_is_not_ready_is_killed(said):
+    """A first message other than ``ready`` (a garbled start), or the end of the worker's
+    socket (it died while loading), is no ready worker: killed."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        if said is None:
+            peer.close()
+        else:
+            peer.send(said)
+        assert worker.wait_ready(10.0) is False
+        assert not worker.ready and worker.broken and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
+
+
+
+def test_a_stopped_worker_is_asked_to_exit_and_given_the_time_to():
+    """Stopping a worker asks it to exit (``None``) and waits until it has, within a grace
+    (pool.SHUTDOWN_GRACE_S), rather than killing it at once or waiting out the whole grace;
+    then its group is killed and it is reaped all the same."""
+    import threading
+
+    from engine_service.plugins.pool import SHUTDOWN_GRACE_S
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    told = []
+
+    def exits():
+        told.append(peer.recv())
+        time.sleep(0.2)  # its last words
+        told.append("ended")
+        peer.close()
+
+    exiting = threading.Thread(target=exits)
+    exiting.start()
+    try:
+        started = time.monotonic()
+        worker.stop()
+        assert told == [None, "ended"], "the worker was not given the time to exit"
+        assert time.monotonic() - started < SHUTDOWN_GRACE_S
+        exiting.join(10.0)
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
+
+
+
+@pytest.mark.parametrize("forked, pidfds", [(True, True), (True, False), (False, True)],
+                         ids=["zygote-fork", "zygote-fork-without-pidfds", "fresh-interpreter"])
+def test_a_worker_is_alive_while_it_runs_and_not_once_ended_and_asking_never_reaps_it(
+        forked, pidfds, monkeypatch):
+    """Whichever way it is asked (a fresh interpreter by ``waitid``, a zygote's fork by its
+    pidfd or, without pidfds, by its pid): a running worker is alive; one that ended is not,
+    while still unreaped (a zombie: asking leaves its pid held) and once gone; and a killed
+    (reaped) worker is signalled once and never again, not even to ask."""
+    import socket
+    import subprocess
+
+    from engine_service.plugins import pool as P
+
+    if not pidfds:
+        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
+    class Zygote:  # records the reaps it is told
+        reaped: list[int] = []
+
+        def reap(self, pid):
+            self.reaped.append(pid)
+
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    ours, theirs = socket.socketpair()
+    zygote = Zygote() if forked else None
+    worker = P.WorkerProcess(proc.pid, ours.detach(), None if forked else proc, zygote)
+    pidfd = worker._pidfd
+    try:
+        assert (pidfd is not None) == (forked and pidfds) and worker.alive()
+        proc.kill()
+        until_ended = time.monotonic() + 10.0
+        while not _zombie(proc.pid) and time.monotonic() < until_ended:
+            time.sleep(0.01)
+        assert not worker.alive(), "an ended worker (a zombie) was taken for alive"
+        assert _zombie(proc.pid), "asking whether the worker is alive reaped it"
+        proc.wait()
+        assert not worker.alive(), "a worker whose pid is gone was taken for alive"
+        sent = _signals(monkeypatch)
+        worker.kill()
+        assert sent == [("killpg", proc.pid, signal.SIGKILL),
+                        ("pidfd", pidfd, signal.SIGKILL) if pidfd is not None else ("kill", proc.pid, signal.SIGKILL)]
+        if forked:  # the zygote is told it may reap it now
+            assert zygote.reaped == [proc.pid]
+        if pidfd is not None:  # closed
+            assert worker._pidfd is None
+            with pytest.raises(OSError):
+                os.fstat(pidfd)
+        sent.clear()
+        worker.kill()
+        assert not worker.alive() and sent == [], "a killed worker's pid was signalled again"
+        assert zygote is None or zygote.reaped == [proc.pid]
+    finally:
+        monkeypatch.undo()
+        worker.kill()
+        theirs.close()
+        proc.kill()
+        proc.wait()
