@@ -23,7 +23,7 @@ from engine_service.store import sqlite as sqlite_store
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
-from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
+from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued, without_shared_memory
 from ..crash import crash
 from .test_store import record, sqlite_with_matches
 
@@ -518,6 +518,50 @@ def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
     # a new file there cannot be made (owner-only, before SQLite opens it): said so
     assert str(new) == f"cannot create database {volume / 'new.sqlite3'}: Read-only file system"
+
+
+def test_a_new_database_sqlite_cannot_put_in_wal_mode_is_refused_before_its_tables_are_made(tmp_path, monkeypatch):
+    """Without shared memory for the WAL's index (here SQLite's ``unix-none`` VFS) SQLite
+    answers ``PRAGMA journal_mode=WAL`` with the rollback journal it stays in, and a store
+    without its WAL is not the one documented (durable, readers beside the writer). Open
+    refuses it naming the mode it got, as a StoreError (the file is not to blame), before the
+    tables are written, and lets go of the file: once SQLite can, the store creates it."""
+    path = tmp_path / "db.sqlite3"
+    without_shared_memory(monkeypatch)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == f"{path}: cannot switch to WAL journal mode (got delete)"
+    assert path.read_bytes() == b""  # made owner-only, nothing written in it
+
+    run(stored(path))  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.SCHEMA_VERSION
+    conn.close()
+
+
+def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_and_left_as_it_was(tmp_path):
+    """A sound database closed cleanly (no ``-wal`` left), whose WAL SQLite cannot make again
+    at open (here its name taken by a directory: a stray mount, a bad restore): SQLite cannot
+    open it (SQLITE_CANTOPEN). That is a StoreError naming the file and SQLite's reason, not
+    "not a SQLite database" (which sends the operator to restore over a good file); the file
+    is left as it was and the store lets go of it: with the name free it opens, every match
+    there."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    before = path.read_bytes()
+    os.mkdir(f"{path}-wal")
+
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    assert path.read_bytes() == before
+
+    os.rmdir(f"{path}-wal")
+    assert run(stored(path, "m0"))["m0"][0] == "waiting"
 
 
 def _copy_as_a_crash_leaves_it(path, into):
