@@ -23,6 +23,7 @@ from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, Dup
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
 from engine_service.store.base import SCHEME_WHOLE_DECK, MatchListing, PruneCounts, PrunedBatch, StoredMatch, new_salt
 from engine_service.store.postgres import PostgresStore
+from engine_service.store.sqlite import SCHEMA_VERSION
 from tests.crash import crash
 
 KINDS = ["memory", "sqlite", "postgres"]
@@ -1569,6 +1570,36 @@ def test_another_applications_sqlite_file_is_refused(tmp_path):
     _open_refused(path, NotADatabase, match="another application")
 
 
+@pytest.mark.parametrize("app_id, version", [(0x12345678, 0), (0, SCHEMA_VERSION)])
+def test_a_file_with_our_tables_and_a_header_we_did_not_write_is_another_applications(tmp_path, app_id, version):
+    """Tables named as this service's are not enough to call a file a .dump copy of ours:
+    with another program's application_id, or with a schema version (which a .dump copy
+    lacks), it is refused as another application's, naming the id it has; left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA application_id={app_id}")
+    conn.execute(f"PRAGMA user_version={version}")
+    conn.commit()
+    conn.close()
+
+    info = _open_refused_unchanged(path, NotADatabase)
+    assert str(info.value) == (f"{path} is a SQLite database of another application "
+                               f"(application_id {app_id:#x}); refusing to use it")
+
+
+def test_a_file_with_sqlites_header_and_garbage_after_it_is_not_a_database(tmp_path):
+    """The header check lets a file starting with SQLite's 16 bytes through; SQLite then finds
+    no database after them (SQLITE_NOTADB): refused as not a SQLite database, naming SQLite's
+    reason, not as a damaged database of ours, and left as it was."""
+    path = tmp_path / "db.sqlite3"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+
+    info = _open_refused_unchanged(path, NotADatabase)
+    assert not isinstance(info.value, CorruptDatabase)
+    assert str(info.value) == f"{path} is not a SQLite database (file is not a database)"
+
+
 def test_a_copy_made_with_dump_is_refused_saying_so_not_as_another_applications(tmp_path):
     """A database copied with .dump / iterdump into a new file has this service's tables and
     rows but neither application_id nor user_version (SQLite's header is not dumped): it was
@@ -1681,6 +1712,8 @@ def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path
     message = str(info.value)
     assert str(path) in message and "is corrupt" in message and "restore the latest backup" in message, message
     assert "SQLITE_CORRUPT" in message and "not a SQLite database" not in message
+    # what found it, in docs/operations.md's words (not the quick_check, which never ran)
+    assert "(SQLite reading its schema: database disk image is malformed (SQLITE_CORRUPT))" in message, message
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"hello, not a database at all" * 200)
     with pytest.raises(NotADatabase, match="is not a SQLite database") as info:
