@@ -25,7 +25,7 @@ from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, No
 
 from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued, without_shared_memory
 from ..crash import crash
-from .test_store import record, sqlite_with_matches
+from .test_store import _open_close, record, sqlite_with_matches
 
 FULL = "database or disk is full (SQLITE_FULL)"
 BIG = 20_000  # characters: a value that needs pages the file does not have
@@ -535,7 +535,7 @@ def test_a_new_database_sqlite_cannot_put_in_wal_mode_is_refused_before_its_tabl
     assert str(refused.value) == f"{path}: cannot switch to WAL journal mode (got delete)"
     assert path.read_bytes() == b""  # made owner-only, nothing written in it
 
-    run(stored(path))  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.SCHEMA_VERSION
@@ -561,7 +561,31 @@ def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_a
     assert path.read_bytes() == before
 
     os.rmdir(f"{path}-wal")
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
     assert run(stored(path, "m0"))["m0"][0] == "waiting"
+
+
+def test_a_new_database_file_that_cannot_be_made_is_refused_and_its_lock_let_go(tmp_path, monkeypatch):
+    """The engine's store takes ``<file>.lock`` before it makes a new file owner-only; when the
+    file cannot be made (here ENOSPC: a lock file left by an earlier start, and no inode free
+    for the database), open is refused naming the path and why, and the lock is let go, so
+    that the engine started again once there is room is not refused as "in use"."""
+    path = tmp_path / "db.sqlite3"
+    real_open = os.open
+
+    def no_inode_left(name, flags, *args, **kwargs):
+        if flags & os.O_EXCL and os.fspath(name) == os.path.realpath(path):
+            raise OSError(28, os.strerror(28), os.fspath(name))
+        return real_open(name, flags, *args, **kwargs)
+    monkeypatch.setattr(os, "open", no_inode_left)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert str(refused.value) == f"cannot create database {path}: No space left on device"
+    assert not path.exists()
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    assert run(stored(path, "m1")) == {"m1": None}
 
 
 def _copy_as_a_crash_leaves_it(path, into):
