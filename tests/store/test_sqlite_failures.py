@@ -588,6 +588,25 @@ def test_a_new_database_file_that_cannot_be_made_is_refused_and_its_lock_let_go(
     assert run(stored(path, "m1")) == {"m1": None}
 
 
+def test_a_database_sqlite_cannot_open_is_refused_and_its_lock_let_go(tmp_path, monkeypatch):
+    """SQLite refusing to open the file at all (a file the engine's user may not read, left
+    root's by a restore: SQLITE_CANTOPEN; staged here, root reads any file): open is refused
+    naming the path and SQLite's reason, after the engine's lock was taken, and lets go of it."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    def cannot_open(name, *args, **kwargs):
+        raise sqlite3.OperationalError("unable to open database file")
+    monkeypatch.setattr(sqlite3, "connect", cannot_open)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == f"cannot open database {path}: unable to open database file"
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+
+
 def _copy_as_a_crash_leaves_it(path, into):
     """The database file, its WAL and WAL index as they are on disk now (the store still
     open): what a restart after a kill -9 or a power cut would find."""
