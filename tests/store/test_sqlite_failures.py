@@ -452,6 +452,34 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
     assert (held_match is None) == new_file
 
 
+def test_a_database_another_writer_holds_at_open_is_refused_naming_sqlites_reason(tmp_path):
+    """The write check at open finding the file locked by another writer (an operator's
+    sqlite3 shell left in a write transaction: no engine, so no ``.lock``) waits SQLite's busy
+    timeout (5 s; none here, to be quick), then refuses: a StoreError naming the file and
+    SQLite's reason, not a read-only or foreign file, and the store lets go of the lock; once
+    the other writer is done the store opens."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    class Impatient(SqliteStore):
+        def _check_writable(self, conn):
+            conn.execute("PRAGMA busy_timeout=0")
+            super()._check_writable(conn)
+
+    shell = sqlite3.connect(path, isolation_level=None)
+    try:
+        shell.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError) as refused:
+            run(Impatient(path).open())
+        shell.execute("ROLLBACK")
+    finally:
+        shell.close()
+    assert not isinstance(refused.value, (DatabaseReadOnly, NotADatabase)), refused.value
+    assert str(refused.value) == f"cannot write to {path}: database is locked (SQLITE_BUSY)"
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+
+
 @pytest.mark.parametrize("what", ["new_file", "index_to_add"])
 def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, what):
     """A start that must write to a volume with no room left: a new database (its tables) or
@@ -542,25 +570,33 @@ def test_a_new_database_sqlite_cannot_put_in_wal_mode_is_refused_before_its_tabl
     conn.close()
 
 
-def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_and_left_as_it_was(tmp_path):
-    """A sound database closed cleanly (no ``-wal`` left), whose WAL SQLite cannot make again
-    at open (here its name taken by a directory: a stray mount, a bad restore): SQLite cannot
-    open it (SQLITE_CANTOPEN). That is a StoreError naming the file and SQLite's reason, not
-    "not a SQLite database" (which sends the operator to restore over a good file); the file
-    is left as it was and the store lets go of it: with the name free it opens, every match
-    there."""
+@pytest.mark.parametrize("taken", ["-wal", "-shm"])
+def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_and_left_as_it_was(tmp_path, taken):
+    """A sound database closed cleanly (no ``-wal`` nor ``-shm`` left), whose WAL or WAL index
+    SQLite cannot make again at open (here its name taken by a directory: a stray mount, a bad
+    restore). Without the WAL SQLite cannot open the file (SQLITE_CANTOPEN): a StoreError
+    naming the file and SQLite's reason; without the index it reads the file but will not
+    write it (SQLITE_READONLY): DatabaseReadOnly. Neither is "not a SQLite database" (which
+    sends the operator to restore over a good file); the file is left as it was and the store
+    lets go of it: with the name free it opens, every match there."""
     path = tmp_path / "db.sqlite3"
     sqlite_with_matches(path, count=1)
     before = path.read_bytes()
-    os.mkdir(f"{path}-wal")
+    os.mkdir(f"{path}{taken}")
 
     with pytest.raises(StoreError) as refused:
         run(SqliteStore(path).open())
     assert not isinstance(refused.value, NotADatabase), refused.value
-    assert str(refused.value) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    if taken == "-wal":
+        assert str(refused.value) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    else:
+        assert isinstance(refused.value, DatabaseReadOnly), refused.value
+        assert str(refused.value).startswith(f"{path} cannot be written by this process (uid {os.getuid()}): "
+                                             "attempt to write a readonly database (SQLITE_READONLY); "
+                                             "refusing to serve from it"), refused.value
     assert path.read_bytes() == before
 
-    os.rmdir(f"{path}-wal")
+    os.rmdir(f"{path}{taken}")
     _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
     assert run(stored(path, "m0"))["m0"][0] == "waiting"
 
