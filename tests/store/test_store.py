@@ -1672,6 +1672,31 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     assert isinstance(info.value, NotADatabase)
 
 
+def _open_descriptors_of(path) -> list[str]:
+    """The descriptors of this process open on ``path`` or a file beside it (-wal, -shm, .lock)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+        if target.startswith(str(path)):
+            found.append(target)
+    return found
+
+
+def test_a_refused_database_is_not_left_open(tmp_path):
+    """A file refused once SQLite has opened it (here a corrupt one) is closed at once, not
+    when the refusal's traceback is let go: the process keeps no descriptor of it (nor of a
+    WAL or lock file beside it) while it reports the error."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    overwrite_page(path, 3)
+    info = _open_refused_unchanged(path, CorruptDatabase)
+    assert info.value.__traceback__ is not None  # the refusal is still held here
+    assert _open_descriptors_of(path) == []
+
+
 def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tmp_path):
     """Pages of several tables overwritten: quick_check itself stops with "database disk image
     is malformed" instead of listing problems. That is still a corrupt file of ours, refused
