@@ -446,9 +446,11 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
         return str(refused.value), held_match
 
     error, held_match = run(go())
-    assert str(path) in error and "attempt to write a readonly database (SQLITE_READONLY)" in error
-    assert f"cannot be written by this process (uid {os.getuid()})" in error  # which user to give it to
-    assert "writable by the engine's user" in error and "read-only" in error
+    assert error == (  # which user to give it to, SQLite's reason, what to check, where it is documented
+        f"{path} cannot be written by this process (uid {os.getuid()}): attempt to write a readonly database "
+        "(SQLITE_READONLY); refusing to serve from it: make the file and its directory writable by the "
+        "engine's user, and check that the filesystem is not mounted read-only (docs/operations.md, When the "
+        "database fails)")
     assert (held_match is None) == new_file
 
 
