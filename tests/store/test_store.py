@@ -1490,6 +1490,8 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
     ("DROP TABLE seats", "no table seats"),
     ("ALTER TABLE match_actions RENAME TO kept_actions", "no table match_actions"),
     ("ALTER TABLE seats DROP COLUMN away_seen", "table seats lacks away_seen"),
+    ("ALTER TABLE seats DROP COLUMN away_since; ALTER TABLE seats DROP COLUMN away_seen; DROP TABLE decks",
+     "table seats lacks away_seen, away_since; no table decks"),
 ])
 def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(tmp_path, damage, says):
     """A file of this service whose seats table had been dropped (a partial restore, a manual
@@ -1505,11 +1507,12 @@ def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(t
         await st.close()
     run(make())
     conn = sqlite3.connect(path)
-    conn.execute(damage)
+    conn.executescript(damage)
     conn.commit()
     conn.close()
     info = _open_refused_unchanged(path, CorruptDatabase)
-    assert says in str(info.value) and "restore the latest backup" in str(info.value)
+    assert str(info.value) == (f"{path} lacks part of this service's schema (version {SCHEMA_VERSION}: {says}); "
+                               "refusing to use it: restore the latest backup (docs/operations.md, Backup and restore)")
 
 
 def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused_unchanged(tmp_path):
