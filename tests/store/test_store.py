@@ -1709,8 +1709,9 @@ def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tm
     for page in (3, 5, 7, 9):
         overwrite_page(path, page)
     info = _open_refused_unchanged(path, CorruptDatabase)
-    assert str(info.value).startswith(
-        f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it")
+    assert str(info.value) == (
+        f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it: "
+        "restore the latest backup (docs/operations.md, Backup and restore)")
 
 
 def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(tmp_path):
