@@ -512,7 +512,9 @@ def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, wha
 
     error, held_match = run(go())
     assert not isinstance(error, NotADatabase), error
-    assert str(path) in str(error) and FULL in str(error) and "free space" in str(error), error
+    assert str(error) == (f"cannot prepare database {path}: {FULL}; the file was left as it was: check the free "
+                          "space of its volume (df) and its storage, then start again (docs/operations.md, When "
+                          "the database fails)")
     assert (held_match is None) == (what == "new_file")
 
 
