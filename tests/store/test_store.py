@@ -1780,6 +1780,29 @@ def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
                         "hint": f"run: sqlite3 {path} 'PRAGMA quick_check' with the engine stopped"}]
 
 
+def test_the_integrity_checks_deadline_does_not_outlive_the_check(tmp_path):
+    """The check's budget is enforced by a SQLite progress handler that interrupts once the
+    deadline is past; it is removed when the check ends, so that the store's reads and writes
+    after the budget's time are not interrupted ("interrupted" on every larger statement,
+    from ten seconds after the start on)."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+
+    async def go():
+        st = SqliteStore(path)
+        st.check_budget_s = 0.05
+        await st.open()
+        try:
+            await asyncio.sleep(0.1)  # past the deadline (whether the check finished or was abandoned)
+            listed = await st.list_matches(limit=1000)
+            await st.create_match(record("late", created_at=99.0))
+            return len(listed), (await st.load_match("late")).record.match_id
+        finally:
+            await st.close()
+
+    assert run(go()) == (30, "late")
+
+
 def test_a_path_that_is_no_regular_file_is_refused_before_anything_is_made_beside_it(tmp_path):
     """A FIFO (or a device: --db /dev/null) was handed to SQLite after the store had made its
     lock file beside it: SQLite answered a bare "disk I/O error" (and made a journal in /dev
