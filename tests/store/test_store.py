@@ -1540,8 +1540,9 @@ def test_a_loop_of_symbolic_links_is_a_clear_error(tmp_path):
 
     async def go():
         await SqliteStore(loop).open()
-    with pytest.raises(StoreError, match="its path is a loop of symbolic links"):
+    with pytest.raises(StoreError) as info:
         run(go())
+    assert str(info.value) == f"cannot open database {loop}: its path is a loop of symbolic links"
     assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"]
 
 
@@ -1747,9 +1748,10 @@ def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path
     assert "(SQLite reading its schema: database disk image is malformed (SQLITE_CORRUPT))" in message, message
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"hello, not a database at all" * 200)
-    with pytest.raises(NotADatabase, match="is not a SQLite database") as info:
+    with pytest.raises(NotADatabase) as info:
         run(SqliteStore(garbage).open())
     assert not isinstance(info.value, CorruptDatabase)
+    assert str(info.value) == f"{garbage} is not a SQLite database (file is not a database)"
 
 
 def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
@@ -1812,17 +1814,20 @@ def test_a_path_that_is_no_regular_file_is_refused_before_anything_is_made_besid
 
     async def go():
         await SqliteStore(path).open()
-    with pytest.raises(NotADatabase, match="is not a regular file") as info:
+    with pytest.raises(NotADatabase) as info:
         run(asyncio.wait_for(go(), 30))
-    assert str(path) in str(info.value)
+    assert str(info.value) == f"{path} is not a regular file, not a SQLite database"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.sqlite3"]
 
 
 def test_missing_directory_is_a_clear_error(tmp_path):
+    path = tmp_path / "no" / "such" / "dir" / "db.sqlite3"
+
     async def go():
-        await SqliteStore(tmp_path / "no" / "such" / "dir" / "db.sqlite3").open()
-    with pytest.raises(StoreError, match="does not exist"):
+        await SqliteStore(path).open()
+    with pytest.raises(StoreError) as info:
         run(go())
+    assert str(info.value) == f"cannot open database {path}: directory {path.parent} does not exist"
 
 
 def test_a_file_name_longer_than_the_file_system_allows_is_a_store_error_naming_it(tmp_path):
@@ -1840,8 +1845,8 @@ def test_a_directory_is_refused_as_no_database_and_left_alone(tmp_path):
     path = tmp_path / "cards.sqlite3"
     path.mkdir()
 
-    info = _open_refused(path, NotADatabase, match="is a directory")
-    assert str(path) in str(info.value)
+    info = _open_refused(path, NotADatabase)
+    assert str(info.value) == f"{path} is a directory, not a SQLite database"
     assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"] and list(path.iterdir()) == []
 
 
