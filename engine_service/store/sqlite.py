@@ -662,8 +662,7 @@ class SqliteStore(Store):
                 # a SQLite database" sent the operator after a mistyped path instead of to the
                 # backup. Only SQLITE_NOTADB (no SQLite header at all) is garbage.
                 raise CorruptDatabase(self._corrupt(_reason(exc), "reading its schema")) from None
-            if name and name != "SQLITE_NOTADB":
-                self._refuse_environment(exc, "cannot open database")
+            self._refuse_environment(exc, "cannot open database")  # returns on SQLITE_NOTADB
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
             if app_id == 0 and version == 0 and self._has_our_tables(conn):

@@ -14,6 +14,9 @@ database fails"): no proxy of the connection, SQLite itself refuses.
   waits, so that the writes sent meanwhile share the next transaction (group commit).
 * **No space left on the volume** (ENOSPC, :func:`small_volume`): a tmpfs of its own, filled
   with a ballast file; needs the right to mount (root), else the test is skipped.
+* **No shared memory for a WAL** (:func:`without_shared_memory`): the store's connection
+  opened through SQLite's ``unix-none`` VFS, which has none (as on a file system that cannot
+  map one), so that ``PRAGMA journal_mode=WAL`` leaves the file in its rollback journal.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import subprocess
 import threading
 from pathlib import Path
@@ -127,3 +131,14 @@ def fill_volume(where: Path) -> Path:
     finally:
         os.close(fd)
     return ballast
+
+
+def without_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until the test's end (or ``monkeypatch.undo()``), SQLite opens every file through its
+    ``unix-none`` VFS, which maps no shared memory: a WAL cannot be used (SQLite keeps the
+    rollback journal), and a file in WAL mode cannot be read (SQLITE_CANTOPEN)."""
+    connect = sqlite3.connect
+
+    def without(path, *args, **kwargs):
+        return connect(f"file:{path}?vfs=unix-none", *args, uri=True, **kwargs)
+    monkeypatch.setattr(sqlite3, "connect", without)

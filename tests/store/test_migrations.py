@@ -674,6 +674,50 @@ def test_a_sqlite_database_of_schema_6_is_migrated_keeping_its_matches(tmp_path)
     assert indexes.get("matches_by_create_hash") == 1  # unique
 
 
+def test_a_migration_sqlite_rolled_back_itself_says_the_migration_failed_and_leaves_the_file(tmp_path):
+    """On some errors SQLite rolls back the whole transaction itself, not the failing
+    statement alone (SQLITE_IOERR, SQLITE_NOMEM, an interrupted write: sqlite.org/
+    lang_transaction.html); here step 7's index is interrupted (an authorizer spots it, a
+    progress handler interrupts it). No ROLLBACK is then left for the store to run, and one
+    would fail ("no transaction is active"): it is still the migration that failed, from which
+    version to which, with SQLite's reason, the file at its version and columns, and the store
+    lets go of it: the next open migrates."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v6(path)
+    statements = []
+
+    class Interrupted(SqliteStore):
+        def _migrate(self, conn, version):
+            indexing = []
+
+            def authorize(action, *_):
+                if action == sqlite3.SQLITE_CREATE_INDEX:
+                    indexing.append(True)
+                return sqlite3.SQLITE_OK
+            conn.set_authorizer(authorize)
+            conn.set_progress_handler(lambda: bool(indexing), 1)
+            conn.set_trace_callback(statements.append)
+            try:
+                super()._migrate(conn, version)
+            finally:
+                conn.set_authorizer(None)
+                conn.set_progress_handler(None, 0)
+                conn.set_trace_callback(None)
+
+    async def go():
+        await Interrupted(path).open()
+    with pytest.raises(MigrationFailed) as info:
+        run(go())
+    assert str(info.value) == (
+        f"{path}: migrating the database from schema version 6 to {SCHEMA_VERSION} failed at "
+        "step 7 (interrupted); the file was left as it was (schema version 6)")
+    assert statements[-1].startswith("CREATE UNIQUE INDEX matches_by_create_hash")  # no ROLLBACK after it
+    assert _user_version(path) == 6 and "create_hash" not in _columns(path)
+
+    migrated_from, *_ = run(_migrate_v6(SqliteStore(path)))
+    assert migrated_from == 6 and _user_version(path) == SCHEMA_VERSION
+
+
 def test_a_postgres_schema_of_version_6_is_migrated_keeping_its_matches(pg_database, pg_schema):
     schema, url = pg_schema
     _postgres_v6(pg_database, schema)

@@ -23,9 +23,9 @@ from engine_service.store import sqlite as sqlite_store
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
-from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
+from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued, without_shared_memory
 from ..crash import crash
-from .test_store import record, sqlite_with_matches
+from .test_store import _open_close, record, sqlite_with_matches
 
 FULL = "database or disk is full (SQLITE_FULL)"
 BIG = 20_000  # characters: a value that needs pages the file does not have
@@ -446,10 +446,40 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
         return str(refused.value), held_match
 
     error, held_match = run(go())
-    assert str(path) in error and "attempt to write a readonly database (SQLITE_READONLY)" in error
-    assert f"cannot be written by this process (uid {os.getuid()})" in error  # which user to give it to
-    assert "writable by the engine's user" in error and "read-only" in error
+    assert error == (  # which user to give it to, SQLite's reason, what to check, where it is documented
+        f"{path} cannot be written by this process (uid {os.getuid()}): attempt to write a readonly database "
+        "(SQLITE_READONLY); refusing to serve from it: make the file and its directory writable by the "
+        "engine's user, and check that the filesystem is not mounted read-only (docs/operations.md, When the "
+        "database fails)")
     assert (held_match is None) == new_file
+
+
+def test_a_database_another_writer_holds_at_open_is_refused_naming_sqlites_reason(tmp_path):
+    """The write check at open finding the file locked by another writer (an operator's
+    sqlite3 shell left in a write transaction: no engine, so no ``.lock``) waits SQLite's busy
+    timeout (5 s; none here, to be quick), then refuses: a StoreError naming the file and
+    SQLite's reason, not a read-only or foreign file, and the store lets go of the lock; once
+    the other writer is done the store opens."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    class Impatient(SqliteStore):
+        def _check_writable(self, conn):
+            conn.execute("PRAGMA busy_timeout=0")
+            super()._check_writable(conn)
+
+    shell = sqlite3.connect(path, isolation_level=None)
+    try:
+        shell.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError) as refused:
+            run(Impatient(path).open())
+        shell.execute("ROLLBACK")
+    finally:
+        shell.close()
+    assert not isinstance(refused.value, (DatabaseReadOnly, NotADatabase)), refused.value
+    assert str(refused.value) == f"cannot write to {path}: database is locked (SQLITE_BUSY)"
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
 
 
 @pytest.mark.parametrize("what", ["new_file", "index_to_add"])
@@ -482,7 +512,9 @@ def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, wha
 
     error, held_match = run(go())
     assert not isinstance(error, NotADatabase), error
-    assert str(path) in str(error) and FULL in str(error) and "free space" in str(error), error
+    assert str(error) == (f"cannot prepare database {path}: {FULL}; the file was left as it was: check the free "
+                          "space of its volume (df) and its storage, then start again (docs/operations.md, When "
+                          "the database fails)")
     assert (held_match is None) == (what == "new_file")
 
 
@@ -518,6 +550,101 @@ def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
     # a new file there cannot be made (owner-only, before SQLite opens it): said so
     assert str(new) == f"cannot create database {volume / 'new.sqlite3'}: Read-only file system"
+
+
+def test_a_new_database_sqlite_cannot_put_in_wal_mode_is_refused_before_its_tables_are_made(tmp_path, monkeypatch):
+    """Without shared memory for the WAL's index (here SQLite's ``unix-none`` VFS) SQLite
+    answers ``PRAGMA journal_mode=WAL`` with the rollback journal it stays in, and a store
+    without its WAL is not the one documented (durable, readers beside the writer). Open
+    refuses it naming the mode it got, as a StoreError (the file is not to blame), before the
+    tables are written, and lets go of the file: once SQLite can, the store creates it."""
+    path = tmp_path / "db.sqlite3"
+    without_shared_memory(monkeypatch)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == f"{path}: cannot switch to WAL journal mode (got delete)"
+    assert path.read_bytes() == b""  # made owner-only, nothing written in it
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.SCHEMA_VERSION
+    conn.close()
+
+
+@pytest.mark.parametrize("taken", ["-wal", "-shm"])
+def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_and_left_as_it_was(tmp_path, taken):
+    """A sound database closed cleanly (no ``-wal`` nor ``-shm`` left), whose WAL or WAL index
+    SQLite cannot make again at open (here its name taken by a directory: a stray mount, a bad
+    restore). Without the WAL SQLite cannot open the file (SQLITE_CANTOPEN): a StoreError
+    naming the file and SQLite's reason; without the index it reads the file but will not
+    write it (SQLITE_READONLY): DatabaseReadOnly. Neither is "not a SQLite database" (which
+    sends the operator to restore over a good file); the file is left as it was and the store
+    lets go of it: with the name free it opens, every match there."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    before = path.read_bytes()
+    os.mkdir(f"{path}{taken}")
+
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    if taken == "-wal":
+        assert str(refused.value) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    else:
+        assert isinstance(refused.value, DatabaseReadOnly), refused.value
+        assert str(refused.value).startswith(f"{path} cannot be written by this process (uid {os.getuid()}): "
+                                             "attempt to write a readonly database (SQLITE_READONLY); "
+                                             "refusing to serve from it"), refused.value
+    assert path.read_bytes() == before
+
+    os.rmdir(f"{path}{taken}")
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    assert run(stored(path, "m0"))["m0"][0] == "waiting"
+
+
+def test_a_new_database_file_that_cannot_be_made_is_refused_and_its_lock_let_go(tmp_path, monkeypatch):
+    """The engine's store takes ``<file>.lock`` before it makes a new file owner-only; when the
+    file cannot be made (here ENOSPC: a lock file left by an earlier start, and no inode free
+    for the database), open is refused naming the path and why, and the lock is let go, so
+    that the engine started again once there is room is not refused as "in use"."""
+    path = tmp_path / "db.sqlite3"
+    real_open = os.open
+
+    def no_inode_left(name, flags, *args, **kwargs):
+        if flags & os.O_EXCL and os.fspath(name) == os.path.realpath(path):
+            raise OSError(28, os.strerror(28), os.fspath(name))
+        return real_open(name, flags, *args, **kwargs)
+    monkeypatch.setattr(os, "open", no_inode_left)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert str(refused.value) == f"cannot create database {path}: No space left on device"
+    assert not path.exists()
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    assert run(stored(path, "m1")) == {"m1": None}
+
+
+def test_a_database_sqlite_cannot_open_is_refused_and_its_lock_let_go(tmp_path, monkeypatch):
+    """SQLite refusing to open the file at all (a file the engine's user may not read, left
+    root's by a restore: SQLITE_CANTOPEN; staged here, root reads any file): open is refused
+    naming the path and SQLite's reason, after the engine's lock was taken, and lets go of it."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    def cannot_open(name, *args, **kwargs):
+        raise sqlite3.OperationalError("unable to open database file")
+    monkeypatch.setattr(sqlite3, "connect", cannot_open)
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    monkeypatch.undo()
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == f"cannot open database {path}: unable to open database file"
+
+    _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
 
 
 def _copy_as_a_crash_leaves_it(path, into):
