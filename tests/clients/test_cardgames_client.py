@@ -1271,19 +1271,13 @@ def test_connect_hands_its_settings_to_the_client():
     asyncio.run(go())
 
 
-@pytest.mark.parametrize("tls", [False, True])
-def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine(monkeypatch, tls):
-    """grpc's own wait between attempts to reach an engine that is down grows to 2 minutes:
-    after a 20 s outage the watch stream came back 6 s after the engine. Every channel
-    ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
-    library's; tests/clients/test_docs.py holds the documents to it)."""
-    opened: list[dict] = []
-    secure: list[bool] = []
+def channels_opened(monkeypatch, **connect_args) -> list[tuple[bool, dict]]:
+    """Each channel ``connect(**connect_args)`` opens: whether it is secure, and its options."""
+    opened: list[tuple[bool, dict]] = []
 
     def recording(real, is_secure=False):
         def channel(target, *args, options=(), **kwargs):
-            opened.append(dict(options))
-            secure.append(is_secure)
+            opened.append((is_secure, dict(options)))
             return real(target, *args, options=options, **kwargs)
         return channel
 
@@ -1291,11 +1285,69 @@ def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine
     monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel, True))
 
     async def go():
-        await cg.connect(f"127.0.0.1:{free_port()}", tls=tls).close()
+        await cg.connect(f"127.0.0.1:{free_port()}", **connect_args).close()
 
     asyncio.run(go())
-    assert len(opened) == 1 and secure == [tls]  # tls alone (no roots, no name) means TLS
-    assert opened[0]["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
+    return opened
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine(monkeypatch, tls):
+    """grpc's own wait between attempts to reach an engine that is down grows to 2 minutes:
+    after a 20 s outage the watch stream came back 6 s after the engine. Every channel
+    ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
+    library's; tests/clients/test_docs.py holds the documents to it)."""
+    ((secure, options),) = channels_opened(monkeypatch, tls=tls)
+    assert secure == tls  # tls alone (no roots, no name) means TLS
+    assert options["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_channel_pings_and_takes_large_trailers_as_the_documents_say(monkeypatch, tls):
+    """docs/api.md: keepalive pings notice a dead connection "only after up to 40 s" (a ping
+    every 30 s, 10 s for its answer; README: "not keepalive's 40 s"), never more often than
+    the server allows (every 10 s: quicker ones get the connection closed, "Connecting"), and
+    an idle connection is pinged too (a watch stream waiting on a quiet table); "The Python
+    library accepts up to 4 MiB" of metadata (an ABORTED status's View travels in its trailer)."""
+    ((_, options),) = channels_opened(monkeypatch, tls=tls)
+    assert options["grpc.keepalive_time_ms"] >= 10_000
+    assert (options["grpc.keepalive_time_ms"], options["grpc.keepalive_timeout_ms"]) == (30_000, 10_000)
+    assert options["grpc.keepalive_permit_without_calls"] == 1
+    assert options["grpc.max_metadata_size"] == options["grpc.absolute_max_metadata_size"] == 4 * 1024 * 1024
+    assert cg.MAX_METADATA_BYTES == 4 * 1024 * 1024
+    assert "grpc.ssl_target_name_override" not in options  # no name to verify was given
+
+
+def test_a_server_name_or_roots_open_a_secure_channel_that_verifies_that_name(monkeypatch):
+    """``root_certificates`` or ``server_name`` implies ``tls`` (as in the Node client), and
+    the name given is the one verified (grpc.ssl_target_name_override); the roots go to the
+    channel's credentials."""
+    roots: list[bytes | None] = []
+    real = grpc.ssl_channel_credentials
+
+    def credentials(root_certificates=None, **kwargs):
+        roots.append(root_certificates)
+        return real(root_certificates=root_certificates, **kwargs)
+
+    monkeypatch.setattr(grpc, "ssl_channel_credentials", credentials)
+    ((secure, options),) = channels_opened(monkeypatch, server_name="engine.example")
+    assert secure and options["grpc.ssl_target_name_override"] == "engine.example"
+    pem = b"roots: the channel connects lazily, so they are not read here"
+    ((secure, options),) = channels_opened(monkeypatch, root_certificates=pem)
+    assert secure and "grpc.ssl_target_name_override" not in options
+    assert roots == [None, pem]
+
+
+def test_the_default_retry_policy_is_the_documented_one(monkeypatch):
+    """docs/api.md, "Reconnecting": a call has ten tries in all for a lost answer
+    (``RetryPolicy.attempts``); a rate limit's delay over 30 s is raised at once
+    (``max_rate_limit_wait_s``); each wait is a jittered backoff of up to 0.1 s, 0.2 s,
+    0.4 s..., at most 2 s (full jitter: anything from 0 to that bound)."""
+    policy = cg.RetryPolicy()
+    assert (policy.attempts, policy.max_rate_limit_wait_s) == (10, 30.0)
+    monkeypatch.setattr(cg.random, "uniform", lambda low, high: (low, high))
+    assert [policy.backoff(n) for n in range(7)] == [(0, 0.1), (0, 0.2), (0, 0.4), (0, 0.8), (0, 1.6), (0, 2.0),
+                                                     (0, 2.0)]
 
 
 def test_no_object_of_the_library_shows_a_token_in_its_repr():
