@@ -1367,20 +1367,26 @@ def test_no_object_of_the_library_shows_a_token_in_its_repr():
         assert "s3cret" not in text, text
 
 
+def committed_deal(cards: list[str], salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:
+    """A reveal of the deck ``cards`` committed card by card with ``salts`` (one a position),
+    its first ``shown`` cards shown and the rest hidden, and its commitment (docs/api.md,
+    "Fair dealing")."""
+    hashes = [cg.card_hash(s, c) for s, c in zip(salts, cards)]
+    commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
+    return cg.DealReveal(deal=0, commitment=commitment,
+                         cards=[c if i < shown else "" for i, c in enumerate(cards)],
+                         card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
+                         card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
+
+
 def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_the_pack():
     """A lying server may commit to a deck that is no permutation of the pack: 31 or 33
     positions, or a card the game does not have. Such a reveal opens its own commitment, so
     verify_deal alone accepts it; with ``pack`` it is refused (and a genuine reveal passes)."""
 
     def committed(cards: list[str], shown: int) -> tuple[cg.DealReveal, str]:
-        salts = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(len(cards))]
-        hashes = [cg.card_hash(s, c) for s, c in zip(salts, cards)]
-        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
-        reveal = cg.DealReveal(deal=0, commitment=commitment,
-                               cards=[c if i < shown else "" for i, c in enumerate(cards)],
-                               card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
-                               card_hashes=["" if i < shown else h for i, h in enumerate(hashes)])
-        return reveal, commitment
+        return committed_deal(cards, [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(len(cards))],
+                              shown)
 
     pack = list(cg.PACKS["klaberjass"])
     assert len(pack) == 32 and len(set(pack)) == 32 and len(cg.PACKS["japanese_joker"]) == 36
@@ -1390,7 +1396,7 @@ def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_th
     for deck in (pack[:31], pack + ["X1"], ["ZZ"] + pack[1:], ["AS:1"] + pack[1:]):
         reveal, c = committed(deck, 20)
         assert cg.verify_deal(reveal, c)  # the commitment opens...
-        assert not cg.verify_deal(reveal, c, pack=pack)  # ...to no deck of this game
+        assert cg.verify_deal(reveal, c, pack=pack) is False  # ...to no deck of this game
     reveal, c = committed(pack[:31] + ["ZZ"], 20)  # the odd card hidden: no check can tell
     assert cg.verify_deal(reveal, c, pack=pack)
 
@@ -1404,12 +1410,7 @@ def test_verify_deal_refuses_a_salt_used_at_two_positions():
     pack = list(cg.PACKS["klaberjass"])
 
     def committed(salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:
-        hashes = [cg.card_hash(s, c) for s, c in zip(salts, pack)]
-        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
-        return cg.DealReveal(deal=0, commitment=commitment,
-                             cards=[c if i < shown else "" for i, c in enumerate(pack)],
-                             card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
-                             card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
+        return committed_deal(pack, salts, shown)
 
     fresh = [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(32)]
     reveal, c = committed(fresh, 20)
@@ -1417,10 +1418,61 @@ def test_verify_deal_refuses_a_salt_used_at_two_positions():
     shown_twice = fresh[:]
     shown_twice[1] = shown_twice[0]  # two shown cards with one salt
     reveal, c = committed(shown_twice, 20)
-    assert not cg.verify_deal(reveal, c) and not cg.verify_deal(reveal, c, pack=pack)
+    assert cg.verify_deal(reveal, c) is False and cg.verify_deal(reveal, c, pack=pack) is False
     hidden_reused = fresh[:]
     hidden_reused[25] = hidden_reused[3]  # a hidden card salted as a shown one: findable
     reveal, c = committed(hidden_reused, 20)
     assert cg.verify_deal(reveal, c)  # without the pack nobody can try its cards...
     assert not cg.verify_deal(reveal, c, pack=pack)  # ...with it, the hidden card opens
     assert cg.card_hash(fresh[3], pack[25]) == reveal.card_hashes[25]
+
+
+def test_verify_deal_refuses_a_reveal_of_the_wrong_form_even_when_it_opens_its_commitment():
+    """docs/api.md, "Fair dealing": "check its form first": three lists with one entry per
+    position, each position a card, its salt (32 lowercase hex digits) and no hash, or no card,
+    no salt and a hash (64 lowercase hex digits), no card twice. Each reveal below opens its
+    commitment (the hashes are made to match), so only the form check refuses it: False."""
+    pack = list(cg.PACKS["klaberjass"])
+    salts = [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(32)]
+    genuine, c = committed_deal(pack, salts, 20)
+    assert cg.verify_deal(genuine, c) is True and cg.verify_deal(genuine) is True
+    assert cg.verify_deal(genuine, c.upper()) is True  # the commitment's hex digits in either case
+
+    def refused(reveal: cg.DealReveal, commitment: str | None) -> bool:
+        return cg.verify_deal(reveal, commitment) is False and cg.verify_deal(reveal, commitment, pack=pack) is False
+
+    assert refused(genuine, hashlib.sha256(b"another deck").hexdigest())
+    nothing = cg.DealReveal(deal=0, commitment=hashlib.sha256(b"").hexdigest())  # no position at all
+    assert refused(nothing, None) and refused(genuine, "")
+    for field_name in ("cards", "card_salts", "card_hashes"):  # one list a position longer
+        longer = cg.DealReveal()
+        longer.CopyFrom(genuine)
+        getattr(longer, field_name).append("")
+        assert refused(longer, c), field_name
+    twice, c2 = committed_deal(["AS"] + pack[:31], salts, 20)  # the ace of spades shown twice
+    assert refused(twice, c2)
+    for bad_salt in (salts[0][:31], salts[0] + "0", "X1" * 16, salts[0].upper()):
+        reveal, c2 = committed_deal(pack, [bad_salt] + salts[1:], 20)
+        assert refused(reveal, c2), bad_salt
+    for bad_hash in ("0" * 63, "0" * 65, "g" * 64, "A" * 64):  # a hidden position's hash
+        reveal = cg.DealReveal()
+        reveal.CopyFrom(genuine)
+        reveal.card_hashes[31] = bad_hash
+        hashes = [cg.card_hash(s, card) for s, card in zip(salts[:20], pack)] + list(reveal.card_hashes[20:])
+        assert refused(reveal, hashlib.sha256(",".join(hashes).encode()).hexdigest()), bad_hash
+    for position in ({"card_hashes": cg.card_hash(salts[0], pack[0])},  # a shown card with a hash too
+                     {"cards": "", "card_salts": ""},  # a position with nothing
+                     {"card_salts": ""}):  # a shown card without its salt
+        reveal = cg.DealReveal()
+        reveal.CopyFrom(genuine)
+        for name, value in position.items():
+            getattr(reveal, name)[0] = value
+        assert refused(reveal, c) and refused(reveal, None), position
+    empty_33rd = cg.DealReveal()
+    empty_33rd.CopyFrom(genuine)  # a position with nothing at all after the 32 that open c
+    for name in ("cards", "card_salts", "card_hashes"):
+        getattr(empty_33rd, name).append("")
+    assert cg.verify_deal(empty_33rd, c) is False
+    every_card, c2 = committed_deal(pack, salts, 32)  # nothing hidden: the whole pack shown
+    assert cg.verify_deal(every_card, c2, pack=pack) is True
+
