@@ -296,6 +296,7 @@ def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_
 
     strict, lenient = cg.positive_arg("seconds", 10), cg.positive_arg("seconds", 10, zero="no limit")
     assert strict("10") == 10.0 and lenient("0") == 0.0 and lenient("2.5") == 2.5
+    assert strict("0.5") == 0.5 and lenient("0.5") == 0.5  # a fraction of a second is a number above 0
     for bad in ("0", "-1", "nan", "inf", "11"):
         with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds above 0 and at most 10, "):
             strict(bad)
@@ -308,6 +309,34 @@ def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_
     with pytest.raises(argparse.ArgumentTypeError) as refused:
         cg.turn_time_arg("-1")
     assert str(refused.value) == "must be a number of seconds from 0 (the game's default) to 86400, not '-1'"
+
+
+def test_a_seat_number_is_any_whole_number_of_the_apis_int32_fields():
+    """int32_arg (``--seat``, ``SEAT``, ``--limit``) takes every int32, -2**31 to 2**31 - 1
+    (which seats a match has, the server says), and refuses the next integer either side, and
+    text that is no whole number, as usage errors naming it."""
+    import argparse
+
+    assert cg.INT32_MAX == 2**31 - 1
+    for text, value in (("2147483647", 2**31 - 1), ("-2147483648", -2**31), ("0", 0), (" 3 ", 3)):
+        assert cg.int32_arg(text) == value
+    for text in ("2147483648", "-2147483649"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^{text} is beyond the API's 32-bit integers$"):
+            cg.int32_arg(text)
+    for text in ("1.5", "one", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^not a whole number: {text!r}$"):
+            cg.int32_arg(text)
+
+
+def test_an_empty_target_is_a_usage_error_saying_so():
+    """``--target ""`` or one of blanks (an unset variable in a script) is refused as empty
+    before any check of its port."""
+    import argparse
+
+    for text in ("", "  ", "\t"):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=r"^the target is empty \(host:port, e\.g\. 127\.0\.0\.1:50051\)$"):
+            cg.target_arg(text)
 
 
 def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
