@@ -14,7 +14,7 @@ from clients import cardgames_client as cg
 from engine_service.sessions import api
 from engine_service.transport.generated import match_pb2
 from engine_service.transport.ratelimit import Rate, RateLimits
-from tests.transport.harness import running
+from tests.transport.harness import ADMIN_TOKEN, running
 from tests.transport.test_edge import SEAT_TOKEN, ScriptedService, _summary, _view
 
 from .conftest import run
@@ -176,6 +176,34 @@ def test_create_match_repeats_a_failed_call_with_the_same_client_create_id():
     assert ids[0] == ids[1] == ids[2] != ids[3] and len(ids[0]) == len(ids[3]) == 36  # UUIDs
     assert [c[1].name for c in calls[:3]] == ["t"] * 3
     assert (error.code, error.reason) == (grpc.StatusCode.ALREADY_EXISTS, "CLIENT_CREATE_ID_IN_USE")
+
+
+def test_create_match_sends_each_table_setting_as_given():
+    """Every argument of ``create_match`` reaches the engine as given (options with their
+    types, open seats and bots, the turn time to the nanosecond, the admin's decks and first
+    dealer, 0 too, with the admin token); none given, the request holds the API's defaults."""
+
+    async def scenario():
+        service = ScriptedService()
+        async with running(service) as srv:
+            async with cg.connect(srv.target, admin_token=ADMIN_TOKEN) as admin:
+                await admin.create_match("klaberjass", options={"n": 300, "b": True, "s": "x"},
+                                         seats=[None, "open", "random"], turn_time_s=2.5, spectators_allowed=False,
+                                         name="t", listed=True, spectator_delay_actions=3, decks=[["AS", "KS"]],
+                                         first_dealer=0)
+            async with cg.connect(srv.target) as plain:
+                await plain.create_match("klaberjass")
+        return [c[1:] for c in service.calls if c[0] == "create_match"]
+
+    (given, as_admin), (default, as_player) = run(scenario())
+    assert as_admin and not as_player
+    assert (given.game, given.options, given.turn_time_s, given.spectators_allowed, given.name, given.listed,
+            given.spectator_delay_actions, given.decks, given.first_dealer) == (
+        "klaberjass", {"n": 300, "b": True, "s": "x"}, 2.5, False, "t", True, 3, (("AS", "KS"),), 0)
+    assert [(s.kind, s.bot) for s in given.seats] == [("open", ""), ("open", ""), ("bot", "random")]
+    assert (default.options, default.seats, default.turn_time_s, default.spectators_allowed, default.name,
+            default.listed, default.spectator_delay_actions, default.decks, default.first_dealer) == (
+        {}, (), 0.0, True, "", False, 0, (), None)
 
 
 class _DropsTheFirstStream(ScriptedService):
