@@ -641,7 +641,7 @@ def test_option_values_keep_their_types():
     assert cg.option_value(11).int_value == 11
     assert cg.option_value("500").string_value == "500"
     assert cg.python_value(cg.option_value(False)) is False
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="^an option value is a str, int or bool, not float$"):
         cg.option_value(1.5)  # type: ignore[arg-type]
     # the API's int64, the one check of the range (clients.play's and remote_bot's --option
     # ask it): protobuf's own refusal said "Value out of range", naming no limit
@@ -651,6 +651,37 @@ def test_option_values_keep_their_types():
             cg.option_value(beyond)
     assert cg.seat_spec(None).WhichOneof("kind") == "open"
     assert cg.seat_spec("search").bot.name == "search"
+
+
+def test_struct_values_come_back_with_their_whole_numbers_as_ints():
+    """google.protobuf.Struct holds every number as a float, and the views' numbers are all
+    integers: struct_value gives them back as ints, in lists and objects at any depth, and
+    leaves fractions, text, booleans and nulls as they are."""
+    from google.protobuf import struct_pb2
+
+    details = struct_pb2.Struct()
+    details.update({"score": 162, "tricks": [1, 2.5, {"seat": 3}], "name": "x", "over": True, "none": None})
+    value = cg.struct_value(details)
+    assert value == {"score": 162, "tricks": [1, 2.5, {"seat": 3}], "name": "x", "over": True, "none": None}
+    assert [type(v) for v in (value["score"], value["tricks"][0], value["tricks"][1], value["tricks"][2]["seat"],
+                              value["over"])] == [int, int, float, int, bool]
+
+
+def test_a_header_safe_token_is_printable_ascii_without_spaces():
+    """header_safe: what gRPC takes in a header as a bearer token, ``!`` (33) to ``~`` (126);
+    a space, a control character, DEL or a letter beyond ASCII made gRPC fail in the calling
+    process instead of sending the call."""
+    import string
+
+    assert cg.header_safe("!~" + string.ascii_letters + string.digits + string.punctuation)
+    for bad in (" ", "a b", "\x1f", "tok\n", "\x7f", "\u00e9", "\u2028"):
+        assert not cg.header_safe(bad), repr(bad)
+
+
+def test_the_stream_states_are_named_as_the_documents_name_them():
+    """docs/api.md, "Reconnecting": the ``on_connection`` hook is told ``reconnecting``,
+    ``resumed`` and ``gave_up``; a hook may compare the state with those strings."""
+    assert (cg.RECONNECTING, cg.RESUMED, cg.GAVE_UP) == ("reconnecting", "resumed", "gave_up")
 
 
 def test_error_from_rpc_without_details():
@@ -1265,6 +1296,10 @@ def test_connect_hands_its_settings_to_the_client():
         plain = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token=" \n")
         try:
             assert plain.timeout_s == 10.0 and plain.admin is None and plain._admin_token is None
+            # an AdminClient made directly drops a file's newline too, and takes blanks for none
+            assert cg.AdminClient(plain.channel, " secret\n").token == "secret"
+            assert cg.AdminClient(plain.channel, " \n").token is None
+            assert cg.AdminClient(plain.channel, None).token is None
         finally:
             await plain.close()
 
