@@ -1298,9 +1298,15 @@ def test_connect_hands_its_settings_to_the_client():
             assert client.admin.timeout_s == 3.5
         finally:
             await client.close()
+        default = cg.connect("127.0.0.1:9")
+        try:
+            assert (default.timeout_s, default.retry, default.admin) == (10.0, cg.RetryPolicy(), None)
+        finally:
+            await default.close()
         plain = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token=" \n")
         try:
             assert plain.timeout_s == 10.0 and plain.admin is None and plain._admin_token is None
+            assert plain.target == "" and plain.retry == cg.RetryPolicy()
             # an AdminClient made directly drops a file's newline too, and takes blanks for none
             assert cg.AdminClient(plain.channel, " secret\n").token == "secret"
             assert cg.AdminClient(plain.channel, " \n").token is None
