@@ -1425,6 +1425,17 @@ def committed_deal(cards: list[str], salts: list[str], shown: int) -> tuple[cg.D
                          card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
 
 
+def test_each_games_pack_is_its_rulebooks():
+    """PACKS, verify_deal's ``pack``: KL-1.1 and JJ-1.1, 32 cards, ``A K Q J T 9 8 7`` in each
+    of the four suits; GJ-1.1 and JJK-1.1, 36 cards, 6 to A with ``6S`` and ``6C`` replaced by
+    the jokers ``X1`` and ``X2`` (``6H`` and ``6D`` in the pack); card codes as NOTATION.md's."""
+    thirty_two = {rank + suit for rank in "AKQJT987" for suit in "SHDC"}
+    thirty_six = thirty_two | {"6H", "6D", "X1", "X2"}
+    assert {game: (len(pack), set(pack)) for game, pack in cg.PACKS.items()} == {
+        "klaberjass": (32, thirty_two), "jojotte": (32, thirty_two),
+        "georgian_joker": (36, thirty_six), "japanese_joker": (36, thirty_six)}
+
+
 def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_the_pack():
     """A lying server may commit to a deck that is no permutation of the pack: 31 or 33
     positions, or a card the game does not have. Such a reveal opens its own commitment, so
