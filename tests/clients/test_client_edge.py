@@ -206,6 +206,28 @@ def test_create_match_sends_each_table_setting_as_given():
         {}, (), 0.0, True, "", False, 0, (), None)
 
 
+def test_wait_ready_returns_once_connected_and_is_unavailable_after_its_timeout():
+    """``wait_ready`` returns when the channel connects, and raises Unavailable after
+    ``timeout_s`` when nothing answers: reason "" (no status carried one, as for any network
+    failure) and no request id, its message naming the wait."""
+    from clients.local_service import free_port
+
+    async def scenario():
+        async with running(ScriptedService()) as srv, cg.connect(srv.target) as client:
+            await client.wait_ready(timeout_s=10)
+        async with cg.connect(f"127.0.0.1:{free_port()}") as nobody:
+            with pytest.raises(cg.Unavailable) as caught:
+                await nobody.wait_ready(timeout_s=0.2)
+        return caught.value
+
+    error = run(scenario())
+    assert (error.code, error.reason, error.request_id, error.metadata, error.view, error.retry_delay_s) == (
+        grpc.StatusCode.UNAVAILABLE, "", "", {}, None, None)
+    assert str(error) == "UNAVAILABLE: no connection within 0.2 s"
+    # an INTERNAL error made without a request id names none
+    assert str(cg.Internal(grpc.StatusCode.INTERNAL, "boom")) == "INTERNAL: boom"
+
+
 class _DropsTheFirstStream(ScriptedService):
     """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
 
