@@ -667,6 +667,23 @@ def test_struct_values_come_back_with_their_whole_numbers_as_ints():
                               value["over"])] == [int, int, float, int, bool]
 
 
+def test_the_server_clock_agrees_with_this_machines_until_a_heartbeat_says_otherwise():
+    """ServerClock: before any heartbeat naming ``server_time`` (an older server, or none
+    yet) the clocks are taken to agree; then the largest reading of the offset is kept."""
+    from google.protobuf import struct_pb2
+
+    clock = cg.ServerClock()
+    assert abs(clock.now() - time.time()) < 0.5 and clock.offset_s is None
+    clock.heard(None, 100.0)
+    clock.heard(struct_pb2.Struct(), 100.0)  # a heartbeat without server_time says nothing
+    assert clock.offset_s is None and abs(clock.now() - time.time()) < 0.5
+    for server_time, received_at in ((160.0, 100.0), (150.0, 100.0), (250.0, 200.0)):
+        details = struct_pb2.Struct()
+        details.update({"deadline": None, "server_time": server_time})
+        clock.heard(details, received_at)
+    assert clock.offset_s == 60.0 and abs(clock.now() - 60.0 - time.time()) < 0.5
+
+
 def test_a_header_safe_token_is_printable_ascii_without_spaces():
     """header_safe: what gRPC takes in a header as a bearer token, ``!`` (33) to ``~`` (126);
     a space, a control character, DEL or a letter beyond ASCII made gRPC fail in the calling
