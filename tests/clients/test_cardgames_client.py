@@ -769,7 +769,8 @@ def test_error_from_rpc_prefers_the_engines_error_info():
 
         return cg.error_from_rpc(Failure())
 
-    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain=cg.DOMAIN, metadata={"seq": "4"})
+    # docs/api.md, "Errors": the engine's ErrorInfo has domain cardgames.v1
+    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain="cardgames.v1", metadata={"seq": "4"})
     theirs = error_details_pb2.ErrorInfo(reason="PROXY", domain="proxy.example", metadata={"hop": "1"})
     for order in ((ours, theirs), (theirs, ours)):
         error = failure(*order)

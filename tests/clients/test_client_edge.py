@@ -357,6 +357,9 @@ def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_
         lenient("soon")
     assert cg.turn_time_arg("0") == 0.0 and cg.turn_time_arg("86400") == 86400.0
     with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cg.seconds_arg("0")  # --timeout: a call's deadline, at most a day
+    assert str(refused.value) == "must be a number of seconds above 0 and at most 86400, not '0'"
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
         cg.turn_time_arg("-1")
     assert str(refused.value) == "must be a number of seconds from 0 (the game's default) to 86400, not '-1'"
 
@@ -376,6 +379,13 @@ def test_a_seat_number_is_any_whole_number_of_the_apis_int32_fields():
     for text in ("1.5", "one", ""):
         with pytest.raises(argparse.ArgumentTypeError, match=f"^not a whole number: {text!r}$"):
             cg.int32_arg(text)
+
+
+def test_a_file_argument_reads_as_its_path():
+    """A ``--ca`` or ``--token-file`` argument holds what was read, and ``str()`` of it is the
+    path, for the messages and the command lines the clients print."""
+    ca = cg.FileArgument("/run/ca.pem", b"-----BEGIN CERTIFICATE-----")
+    assert str(ca) == f"{ca}" == "/run/ca.pem" and ca.value == b"-----BEGIN CERTIFICATE-----"
 
 
 def test_an_empty_target_is_a_usage_error_saying_so():
