@@ -381,6 +381,16 @@ def test_a_seat_number_is_any_whole_number_of_the_apis_int32_fields():
             cg.int32_arg(text)
 
 
+def test_a_command_parser_keeps_its_description_and_options_and_never_abbreviates():
+    """command_parser: the --help text's description and the caller's own settings
+    (clients.play's raw description layout) are the parser's, with ``allow_abbrev`` off."""
+    import argparse
+
+    parser = cg.command_parser("python -m x", "Does x.", formatter_class=argparse.RawDescriptionHelpFormatter)
+    assert (parser.prog, parser.description, parser.formatter_class, parser.allow_abbrev) == (
+        "python -m x", "Does x.", argparse.RawDescriptionHelpFormatter, False)
+
+
 def test_a_file_argument_reads_as_its_path():
     """A ``--ca`` or ``--token-file`` argument holds what was read, and ``str()`` of it is the
     path, for the messages and the command lines the clients print."""
