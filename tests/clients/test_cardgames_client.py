@@ -261,6 +261,54 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     run(scenario())
 
 
+def test_the_listings_ask_for_the_servers_page_size_and_every_match_unless_told_otherwise():
+    """Every listing method's defaults send the API's zero values: ``limit`` 0 (the server's
+    page size: the lobby's 50, ListMatches' 100), no game, no status filter, the first page;
+    the page-by-page readers follow ``next_page_token`` until it is "" (docs/api.md, "Paging")."""
+    from engine_service.transport.generated import admin_pb2, card_games_pb2
+
+    class Listings:
+        def __init__(self) -> None:
+            self.requests: list = []
+
+        async def ListOpenMatches(self, request, timeout=None, metadata=None):
+            self.requests.append(request)
+            token = "" if request.page_token else "next"
+            return card_games_pb2.ListOpenMatchesResponse(matches=[match_pb2.MatchSummary(match_id=f"o{token}")],
+                                                          next_page_token=token)
+
+        async def ListMatches(self, request, timeout=None, metadata=None):
+            self.requests.append(request)
+            token = "" if request.page_token else "next"
+            return admin_pb2.ListMatchesResponse(matches=[match_pb2.MatchSummary(match_id=f"a{token}")],
+                                                 next_page_token=token)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="t0ken")
+        try:
+            client.stub = client.admin.stub = listings = Listings()
+            assert [m.match_id for m in await client.list_open_matches()] == ["onext"]
+            assert [m.match_id async for m in client.all_open_matches()] == ["onext", "o"]
+            assert [m.match_id for m in await client.admin.list_matches()] == ["anext"]
+            assert [m.match_id async for m in client.admin.all_matches()] == ["anext", "a"]
+            await client.open_matches_page()
+            await client.open_matches_page("jojotte", 5, "t")
+            await client.admin.matches_page()
+            await client.admin.matches_page(2, "jojotte", 7, "t")
+            return listings.requests
+        finally:
+            await client.close()
+
+    requests = asyncio.run(go())
+    assert [(r.DESCRIPTOR.name, r.game, r.limit, r.page_token) for r in requests] == [
+        ("ListOpenMatchesRequest", "", 0, ""), ("ListOpenMatchesRequest", "", 0, ""),
+        ("ListOpenMatchesRequest", "", 0, "next"), ("ListMatchesRequest", "", 0, ""),
+        ("ListMatchesRequest", "", 0, ""), ("ListMatchesRequest", "", 0, "next"),
+        ("ListOpenMatchesRequest", "", 0, ""), ("ListOpenMatchesRequest", "jojotte", 5, "t"),
+        ("ListMatchesRequest", "", 0, ""), ("ListMatchesRequest", "jojotte", 7, "t")]
+    assert [r.status for r in requests if r.DESCRIPTOR.name == "ListMatchesRequest"] == [0, 0, 0, 0, 2]
+
+
 def test_the_lobby_and_the_admin_listing_page_through_every_match(engine):
     """list_open_matches / AdminClient.list_matches take a page_token; open_matches_page and
     matches_page give the next one; all_open_matches and all_matches read every page: the
