@@ -516,6 +516,8 @@ def test_the_default_target_is_the_port_the_engine_beside_it_listens_on():
     assert admin_target(["list", "--target", "h:1"], {"CARDGAMES_PORT": "50099"}) == "h:1"
     assert admin_target(["--target", "h:2", "list"], {"CARDGAMES_PORT": "50099"}) == "h:2"
     assert admin_target(["list"], {}) == "127.0.0.1:50051"
+    for port in ("1", "65535"):  # the engine's range, 0 aside (a free port only its log names)
+        assert cg.default_target({"CARDGAMES_PORT": port}) == f"127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("value, port", [("", "50051"), (" 50099\n", "50099")])
@@ -542,7 +544,7 @@ def settings_namespace():
     return parser.parse_args([])
 
 
-@pytest.mark.parametrize("value", ["http", "70000", "-1", " ", "5 0", "0x50"])
+@pytest.mark.parametrize("value", ["http", "70000", "65536", "-1", " ", "5 0", "0x50"])
 def test_a_cardgames_port_the_engine_refuses_is_refused_with_its_message(value):
     """CARDGAMES_PORT=http went into the default target unchecked: gRPC dialled port 80 (``-1``:
     65535; `` ``: 50051), and the health check asked another port than the one the engine refused

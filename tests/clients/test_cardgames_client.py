@@ -261,6 +261,54 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     run(scenario())
 
 
+def test_the_listings_ask_for_the_servers_page_size_and_every_match_unless_told_otherwise():
+    """Every listing method's defaults send the API's zero values: ``limit`` 0 (the server's
+    page size: the lobby's 50, ListMatches' 100), no game, no status filter, the first page;
+    the page-by-page readers follow ``next_page_token`` until it is "" (docs/api.md, "Paging")."""
+    from engine_service.transport.generated import admin_pb2, card_games_pb2
+
+    class Listings:
+        def __init__(self) -> None:
+            self.requests: list = []
+
+        async def ListOpenMatches(self, request, timeout=None, metadata=None):
+            self.requests.append(request)
+            token = "" if request.page_token else "next"
+            return card_games_pb2.ListOpenMatchesResponse(matches=[match_pb2.MatchSummary(match_id=f"o{token}")],
+                                                          next_page_token=token)
+
+        async def ListMatches(self, request, timeout=None, metadata=None):
+            self.requests.append(request)
+            token = "" if request.page_token else "next"
+            return admin_pb2.ListMatchesResponse(matches=[match_pb2.MatchSummary(match_id=f"a{token}")],
+                                                 next_page_token=token)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="t0ken")
+        try:
+            client.stub = client.admin.stub = listings = Listings()
+            assert [m.match_id for m in await client.list_open_matches()] == ["onext"]
+            assert [m.match_id async for m in client.all_open_matches()] == ["onext", "o"]
+            assert [m.match_id for m in await client.admin.list_matches()] == ["anext"]
+            assert [m.match_id async for m in client.admin.all_matches()] == ["anext", "a"]
+            await client.open_matches_page()
+            await client.open_matches_page("jojotte", 5, "t")
+            await client.admin.matches_page()
+            await client.admin.matches_page(2, "jojotte", 7, "t")
+            return listings.requests
+        finally:
+            await client.close()
+
+    requests = asyncio.run(go())
+    assert [(r.DESCRIPTOR.name, r.game, r.limit, r.page_token) for r in requests] == [
+        ("ListOpenMatchesRequest", "", 0, ""), ("ListOpenMatchesRequest", "", 0, ""),
+        ("ListOpenMatchesRequest", "", 0, "next"), ("ListMatchesRequest", "", 0, ""),
+        ("ListMatchesRequest", "", 0, ""), ("ListMatchesRequest", "", 0, "next"),
+        ("ListOpenMatchesRequest", "", 0, ""), ("ListOpenMatchesRequest", "jojotte", 5, "t"),
+        ("ListMatchesRequest", "", 0, ""), ("ListMatchesRequest", "jojotte", 7, "t")]
+    assert [r.status for r in requests if r.DESCRIPTOR.name == "ListMatchesRequest"] == [0, 0, 0, 0, 2]
+
+
 def test_the_lobby_and_the_admin_listing_page_through_every_match(engine):
     """list_open_matches / AdminClient.list_matches take a page_token; open_matches_page and
     matches_page give the next one; all_open_matches and all_matches read every page: the
@@ -641,7 +689,7 @@ def test_option_values_keep_their_types():
     assert cg.option_value(11).int_value == 11
     assert cg.option_value("500").string_value == "500"
     assert cg.python_value(cg.option_value(False)) is False
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="^an option value is a str, int or bool, not float$"):
         cg.option_value(1.5)  # type: ignore[arg-type]
     # the API's int64, the one check of the range (clients.play's and remote_bot's --option
     # ask it): protobuf's own refusal said "Value out of range", naming no limit
@@ -651,6 +699,54 @@ def test_option_values_keep_their_types():
             cg.option_value(beyond)
     assert cg.seat_spec(None).WhichOneof("kind") == "open"
     assert cg.seat_spec("search").bot.name == "search"
+
+
+def test_struct_values_come_back_with_their_whole_numbers_as_ints():
+    """google.protobuf.Struct holds every number as a float, and the views' numbers are all
+    integers: struct_value gives them back as ints, in lists and objects at any depth, and
+    leaves fractions, text, booleans and nulls as they are."""
+    from google.protobuf import struct_pb2
+
+    details = struct_pb2.Struct()
+    details.update({"score": 162, "tricks": [1, 2.5, {"seat": 3}], "name": "x", "over": True, "none": None})
+    value = cg.struct_value(details)
+    assert value == {"score": 162, "tricks": [1, 2.5, {"seat": 3}], "name": "x", "over": True, "none": None}
+    assert [type(v) for v in (value["score"], value["tricks"][0], value["tricks"][1], value["tricks"][2]["seat"],
+                              value["over"])] == [int, int, float, int, bool]
+
+
+def test_the_server_clock_agrees_with_this_machines_until_a_heartbeat_says_otherwise():
+    """ServerClock: before any heartbeat naming ``server_time`` (an older server, or none
+    yet) the clocks are taken to agree; then the largest reading of the offset is kept."""
+    from google.protobuf import struct_pb2
+
+    clock = cg.ServerClock()
+    assert abs(clock.now() - time.time()) < 0.5 and clock.offset_s is None
+    clock.heard(None, 100.0)
+    clock.heard(struct_pb2.Struct(), 100.0)  # a heartbeat without server_time says nothing
+    assert clock.offset_s is None and abs(clock.now() - time.time()) < 0.5
+    for server_time, received_at in ((160.0, 100.0), (150.0, 100.0), (250.0, 200.0)):
+        details = struct_pb2.Struct()
+        details.update({"deadline": None, "server_time": server_time})
+        clock.heard(details, received_at)
+    assert clock.offset_s == 60.0 and abs(clock.now() - 60.0 - time.time()) < 0.5
+
+
+def test_a_header_safe_token_is_printable_ascii_without_spaces():
+    """header_safe: what gRPC takes in a header as a bearer token, ``!`` (33) to ``~`` (126);
+    a space, a control character, DEL or a letter beyond ASCII made gRPC fail in the calling
+    process instead of sending the call."""
+    import string
+
+    assert cg.header_safe("!~" + string.ascii_letters + string.digits + string.punctuation)
+    for bad in (" ", "a b", "\x1f", "tok\n", "\x7f", "\u00e9", "\u2028"):
+        assert not cg.header_safe(bad), repr(bad)
+
+
+def test_the_stream_states_are_named_as_the_documents_name_them():
+    """docs/api.md, "Reconnecting": the ``on_connection`` hook is told ``reconnecting``,
+    ``resumed`` and ``gave_up``; a hook may compare the state with those strings."""
+    assert (cg.RECONNECTING, cg.RESUMED, cg.GAVE_UP) == ("reconnecting", "resumed", "gave_up")
 
 
 def test_error_from_rpc_without_details():
@@ -721,7 +817,8 @@ def test_error_from_rpc_prefers_the_engines_error_info():
 
         return cg.error_from_rpc(Failure())
 
-    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain=cg.DOMAIN, metadata={"seq": "4"})
+    # docs/api.md, "Errors": the engine's ErrorInfo has domain cardgames.v1
+    ours = error_details_pb2.ErrorInfo(reason="STALE_SEQUENCE", domain="cardgames.v1", metadata={"seq": "4"})
     theirs = error_details_pb2.ErrorInfo(reason="PROXY", domain="proxy.example", metadata={"hop": "1"})
     for order in ((ours, theirs), (theirs, ours)):
         error = failure(*order)
@@ -956,10 +1053,15 @@ def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
 
     async def scenario():
         for error in (None, limited):  # connected at once: no matter
-            assert await paused(Channel([connecting, ready]), error) >= 0.09
-        assert await paused(Channel([ready]), unavailable) >= 0.09
+            channel = Channel([connecting, ready])
+            assert await paused(channel, error) >= 0.09
+            assert channel.asked == []  # the delay alone: the channel is not asked
+        channel = Channel([ready])
+        assert await paused(channel, unavailable) >= 0.09
+        assert channel.asked == [False]  # asked once, not told to connect
         channel = Channel([connecting, connecting, ready])
-        assert await paused(channel, unavailable) < 0.08  # two state changes of 0.01 s
+        # two state changes of 0.01 s, well within the delay (a wide one: a loaded machine)
+        assert await paused(channel, unavailable, delay_s=2.0) < 1.0
         assert channel.asked == [False, True, True, True]  # the waits ask the channel to connect
         assert 0.09 <= await paused(Channel([connecting]), unavailable) < 1.0  # never connected
 
@@ -1262,13 +1364,43 @@ def test_connect_hands_its_settings_to_the_client():
             assert client.admin.timeout_s == 3.5
         finally:
             await client.close()
+        default = cg.connect("127.0.0.1:9")
+        try:
+            assert (default.timeout_s, default.retry, default.admin) == (10.0, cg.RetryPolicy(), None)
+        finally:
+            await default.close()
         plain = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token=" \n")
         try:
             assert plain.timeout_s == 10.0 and plain.admin is None and plain._admin_token is None
+            assert plain.target == "" and plain.retry == cg.RetryPolicy()
+            # an AdminClient made directly drops a file's newline too, and takes blanks for none
+            assert cg.AdminClient(plain.channel, " secret\n").token == "secret"
+            assert cg.AdminClient(plain.channel, " \n").token is None
+            assert cg.AdminClient(plain.channel, None).token is None
         finally:
             await plain.close()
 
     asyncio.run(go())
+
+
+def channels_opened(monkeypatch, **connect_args) -> list[tuple[bool, dict]]:
+    """Each channel ``connect(**connect_args)`` opens: whether it is secure, and its options."""
+    opened: list[tuple[bool, dict]] = []
+
+    def recording(real, is_secure=False):
+        def channel(target, *args, options=(), **kwargs):
+            opened.append((is_secure, dict(options)))
+            return real(target, *args, options=options, **kwargs)
+        return channel
+
+    monkeypatch.setattr(grpc.aio, "insecure_channel", recording(grpc.aio.insecure_channel))
+    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel, True))
+
+    async def go():
+        await cg.connect(f"127.0.0.1:{free_port()}", **connect_args).close()
+
+    asyncio.run(go())
+    return opened
 
 
 @pytest.mark.parametrize("tls", [False, True])
@@ -1277,25 +1409,57 @@ def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine
     after a 20 s outage the watch stream came back 6 s after the engine. Every channel
     ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
     library's; tests/clients/test_docs.py holds the documents to it)."""
-    opened: list[dict] = []
-    secure: list[bool] = []
+    ((secure, options),) = channels_opened(monkeypatch, tls=tls)
+    assert secure == tls  # tls alone (no roots, no name) means TLS
+    assert options["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
 
-    def recording(real, is_secure=False):
-        def channel(target, *args, options=(), **kwargs):
-            opened.append(dict(options))
-            secure.append(is_secure)
-            return real(target, *args, options=options, **kwargs)
-        return channel
 
-    monkeypatch.setattr(grpc.aio, "insecure_channel", recording(grpc.aio.insecure_channel))
-    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel, True))
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_channel_pings_and_takes_large_trailers_as_the_documents_say(monkeypatch, tls):
+    """docs/api.md: keepalive pings notice a dead connection "only after up to 40 s" (a ping
+    every 30 s, 10 s for its answer; README: "not keepalive's 40 s"), never more often than
+    the server allows (every 10 s: quicker ones get the connection closed, "Connecting"), and
+    an idle connection is pinged too (a watch stream waiting on a quiet table); "The Python
+    library accepts up to 4 MiB" of metadata (an ABORTED status's View travels in its trailer)."""
+    ((_, options),) = channels_opened(monkeypatch, tls=tls)
+    assert options["grpc.keepalive_time_ms"] >= 10_000
+    assert (options["grpc.keepalive_time_ms"], options["grpc.keepalive_timeout_ms"]) == (30_000, 10_000)
+    assert options["grpc.keepalive_permit_without_calls"] == 1
+    assert options["grpc.max_metadata_size"] == options["grpc.absolute_max_metadata_size"] == 4 * 1024 * 1024
+    assert cg.MAX_METADATA_BYTES == 4 * 1024 * 1024
+    assert "grpc.ssl_target_name_override" not in options  # no name to verify was given
 
-    async def go():
-        await cg.connect(f"127.0.0.1:{free_port()}", tls=tls).close()
 
-    asyncio.run(go())
-    assert len(opened) == 1 and secure == [tls]  # tls alone (no roots, no name) means TLS
-    assert opened[0]["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
+def test_a_server_name_or_roots_open_a_secure_channel_that_verifies_that_name(monkeypatch):
+    """``root_certificates`` or ``server_name`` implies ``tls`` (as in the Node client), and
+    the name given is the one verified (grpc.ssl_target_name_override); the roots go to the
+    channel's credentials."""
+    roots: list[bytes | None] = []
+    real = grpc.ssl_channel_credentials
+
+    def credentials(root_certificates=None, **kwargs):
+        roots.append(root_certificates)
+        return real(root_certificates=root_certificates, **kwargs)
+
+    monkeypatch.setattr(grpc, "ssl_channel_credentials", credentials)
+    ((secure, options),) = channels_opened(monkeypatch, server_name="engine.example")
+    assert secure and options["grpc.ssl_target_name_override"] == "engine.example"
+    pem = b"roots: the channel connects lazily, so they are not read here"
+    ((secure, options),) = channels_opened(monkeypatch, root_certificates=pem)
+    assert secure and "grpc.ssl_target_name_override" not in options
+    assert roots == [None, pem]
+
+
+def test_the_default_retry_policy_is_the_documented_one(monkeypatch):
+    """docs/api.md, "Reconnecting": a call has ten tries in all for a lost answer
+    (``RetryPolicy.attempts``); a rate limit's delay over 30 s is raised at once
+    (``max_rate_limit_wait_s``); each wait is a jittered backoff of up to 0.1 s, 0.2 s,
+    0.4 s..., at most 2 s (full jitter: anything from 0 to that bound)."""
+    policy = cg.RetryPolicy()
+    assert (policy.attempts, policy.max_rate_limit_wait_s) == (10, 30.0)
+    monkeypatch.setattr(cg.random, "uniform", lambda low, high: (low, high))
+    assert [policy.backoff(n) for n in range(7)] == [(0, 0.1), (0, 0.2), (0, 0.4), (0, 0.8), (0, 1.6), (0, 2.0),
+                                                     (0, 2.0)]
 
 
 def test_no_object_of_the_library_shows_a_token_in_its_repr():
@@ -1315,20 +1479,37 @@ def test_no_object_of_the_library_shows_a_token_in_its_repr():
         assert "s3cret" not in text, text
 
 
+def committed_deal(cards: list[str], salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:
+    """A reveal of the deck ``cards`` committed card by card with ``salts`` (one a position),
+    its first ``shown`` cards shown and the rest hidden, and its commitment (docs/api.md,
+    "Fair dealing")."""
+    hashes = [cg.card_hash(s, c) for s, c in zip(salts, cards)]
+    commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
+    return cg.DealReveal(deal=0, commitment=commitment,
+                         cards=[c if i < shown else "" for i, c in enumerate(cards)],
+                         card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
+                         card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
+
+
+def test_each_games_pack_is_its_rulebooks():
+    """PACKS, verify_deal's ``pack``: KL-1.1 and JJ-1.1, 32 cards, ``A K Q J T 9 8 7`` in each
+    of the four suits; GJ-1.1 and JJK-1.1, 36 cards, 6 to A with ``6S`` and ``6C`` replaced by
+    the jokers ``X1`` and ``X2`` (``6H`` and ``6D`` in the pack); card codes as NOTATION.md's."""
+    thirty_two = {rank + suit for rank in "AKQJT987" for suit in "SHDC"}
+    thirty_six = thirty_two | {"6H", "6D", "X1", "X2"}
+    assert {game: (len(pack), set(pack)) for game, pack in cg.PACKS.items()} == {
+        "klaberjass": (32, thirty_two), "jojotte": (32, thirty_two),
+        "georgian_joker": (36, thirty_six), "japanese_joker": (36, thirty_six)}
+
+
 def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_the_pack():
     """A lying server may commit to a deck that is no permutation of the pack: 31 or 33
     positions, or a card the game does not have. Such a reveal opens its own commitment, so
     verify_deal alone accepts it; with ``pack`` it is refused (and a genuine reveal passes)."""
 
     def committed(cards: list[str], shown: int) -> tuple[cg.DealReveal, str]:
-        salts = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(len(cards))]
-        hashes = [cg.card_hash(s, c) for s, c in zip(salts, cards)]
-        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
-        reveal = cg.DealReveal(deal=0, commitment=commitment,
-                               cards=[c if i < shown else "" for i, c in enumerate(cards)],
-                               card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
-                               card_hashes=["" if i < shown else h for i, h in enumerate(hashes)])
-        return reveal, commitment
+        return committed_deal(cards, [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(len(cards))],
+                              shown)
 
     pack = list(cg.PACKS["klaberjass"])
     assert len(pack) == 32 and len(set(pack)) == 32 and len(cg.PACKS["japanese_joker"]) == 36
@@ -1338,7 +1519,7 @@ def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_th
     for deck in (pack[:31], pack + ["X1"], ["ZZ"] + pack[1:], ["AS:1"] + pack[1:]):
         reveal, c = committed(deck, 20)
         assert cg.verify_deal(reveal, c)  # the commitment opens...
-        assert not cg.verify_deal(reveal, c, pack=pack)  # ...to no deck of this game
+        assert cg.verify_deal(reveal, c, pack=pack) is False  # ...to no deck of this game
     reveal, c = committed(pack[:31] + ["ZZ"], 20)  # the odd card hidden: no check can tell
     assert cg.verify_deal(reveal, c, pack=pack)
 
@@ -1352,12 +1533,7 @@ def test_verify_deal_refuses_a_salt_used_at_two_positions():
     pack = list(cg.PACKS["klaberjass"])
 
     def committed(salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:
-        hashes = [cg.card_hash(s, c) for s, c in zip(salts, pack)]
-        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
-        return cg.DealReveal(deal=0, commitment=commitment,
-                             cards=[c if i < shown else "" for i, c in enumerate(pack)],
-                             card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
-                             card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
+        return committed_deal(pack, salts, shown)
 
     fresh = [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(32)]
     reveal, c = committed(fresh, 20)
@@ -1365,10 +1541,61 @@ def test_verify_deal_refuses_a_salt_used_at_two_positions():
     shown_twice = fresh[:]
     shown_twice[1] = shown_twice[0]  # two shown cards with one salt
     reveal, c = committed(shown_twice, 20)
-    assert not cg.verify_deal(reveal, c) and not cg.verify_deal(reveal, c, pack=pack)
+    assert cg.verify_deal(reveal, c) is False and cg.verify_deal(reveal, c, pack=pack) is False
     hidden_reused = fresh[:]
     hidden_reused[25] = hidden_reused[3]  # a hidden card salted as a shown one: findable
     reveal, c = committed(hidden_reused, 20)
     assert cg.verify_deal(reveal, c)  # without the pack nobody can try its cards...
     assert not cg.verify_deal(reveal, c, pack=pack)  # ...with it, the hidden card opens
     assert cg.card_hash(fresh[3], pack[25]) == reveal.card_hashes[25]
+
+
+def test_verify_deal_refuses_a_reveal_of_the_wrong_form_even_when_it_opens_its_commitment():
+    """docs/api.md, "Fair dealing": "check its form first": three lists with one entry per
+    position, each position a card, its salt (32 lowercase hex digits) and no hash, or no card,
+    no salt and a hash (64 lowercase hex digits), no card twice. Each reveal below opens its
+    commitment (the hashes are made to match), so only the form check refuses it: False."""
+    pack = list(cg.PACKS["klaberjass"])
+    salts = [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(32)]
+    genuine, c = committed_deal(pack, salts, 20)
+    assert cg.verify_deal(genuine, c) is True and cg.verify_deal(genuine) is True
+    assert cg.verify_deal(genuine, c.upper()) is True  # the commitment's hex digits in either case
+
+    def refused(reveal: cg.DealReveal, commitment: str | None) -> bool:
+        return cg.verify_deal(reveal, commitment) is False and cg.verify_deal(reveal, commitment, pack=pack) is False
+
+    assert refused(genuine, hashlib.sha256(b"another deck").hexdigest())
+    nothing = cg.DealReveal(deal=0, commitment=hashlib.sha256(b"").hexdigest())  # no position at all
+    assert refused(nothing, None) and refused(genuine, "")
+    for field_name in ("cards", "card_salts", "card_hashes"):  # one list a position longer
+        longer = cg.DealReveal()
+        longer.CopyFrom(genuine)
+        getattr(longer, field_name).append("")
+        assert refused(longer, c), field_name
+    twice, c2 = committed_deal(["AS"] + pack[:31], salts, 20)  # the ace of spades shown twice
+    assert refused(twice, c2)
+    for bad_salt in (salts[0][:31], salts[0] + "0", "X1" * 16, salts[0].upper()):
+        reveal, c2 = committed_deal(pack, [bad_salt] + salts[1:], 20)
+        assert refused(reveal, c2), bad_salt
+    for bad_hash in ("0" * 63, "0" * 65, "g" * 64, "A" * 64):  # a hidden position's hash
+        reveal = cg.DealReveal()
+        reveal.CopyFrom(genuine)
+        reveal.card_hashes[31] = bad_hash
+        hashes = [cg.card_hash(s, card) for s, card in zip(salts[:20], pack)] + list(reveal.card_hashes[20:])
+        assert refused(reveal, hashlib.sha256(",".join(hashes).encode()).hexdigest()), bad_hash
+    for position in ({"card_hashes": cg.card_hash(salts[0], pack[0])},  # a shown card with a hash too
+                     {"cards": "", "card_salts": ""},  # a position with nothing
+                     {"card_salts": ""}):  # a shown card without its salt
+        reveal = cg.DealReveal()
+        reveal.CopyFrom(genuine)
+        for name, value in position.items():
+            getattr(reveal, name)[0] = value
+        assert refused(reveal, c) and refused(reveal, None), position
+    empty_33rd = cg.DealReveal()
+    empty_33rd.CopyFrom(genuine)  # a position with nothing at all after the 32 that open c
+    for name in ("cards", "card_salts", "card_hashes"):
+        getattr(empty_33rd, name).append("")
+    assert cg.verify_deal(empty_33rd, c) is False
+    every_card, c2 = committed_deal(pack, salts, 32)  # nothing hidden: the whole pack shown
+    assert cg.verify_deal(every_card, c2, pack=pack) is True
+

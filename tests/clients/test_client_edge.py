@@ -14,7 +14,7 @@ from clients import cardgames_client as cg
 from engine_service.sessions import api
 from engine_service.transport.generated import match_pb2
 from engine_service.transport.ratelimit import Rate, RateLimits
-from tests.transport.harness import running
+from tests.transport.harness import ADMIN_TOKEN, running
 from tests.transport.test_edge import SEAT_TOKEN, ScriptedService, _summary, _view
 
 from .conftest import run
@@ -178,6 +178,56 @@ def test_create_match_repeats_a_failed_call_with_the_same_client_create_id():
     assert (error.code, error.reason) == (grpc.StatusCode.ALREADY_EXISTS, "CLIENT_CREATE_ID_IN_USE")
 
 
+def test_create_match_sends_each_table_setting_as_given():
+    """Every argument of ``create_match`` reaches the engine as given (options with their
+    types, open seats and bots, the turn time to the nanosecond, the admin's decks and first
+    dealer, 0 too, with the admin token); none given, the request holds the API's defaults."""
+
+    async def scenario():
+        service = ScriptedService()
+        async with running(service) as srv:
+            async with cg.connect(srv.target, admin_token=ADMIN_TOKEN) as admin:
+                await admin.create_match("klaberjass", options={"n": 300, "b": True, "s": "x"},
+                                         seats=[None, "open", "random"], turn_time_s=2.5, spectators_allowed=False,
+                                         name="t", listed=True, spectator_delay_actions=3, decks=[["AS", "KS"]],
+                                         first_dealer=0)
+            async with cg.connect(srv.target) as plain:
+                await plain.create_match("klaberjass")
+        return [c[1:] for c in service.calls if c[0] == "create_match"]
+
+    (given, as_admin), (default, as_player) = run(scenario())
+    assert as_admin and not as_player
+    assert (given.game, given.options, given.turn_time_s, given.spectators_allowed, given.name, given.listed,
+            given.spectator_delay_actions, given.decks, given.first_dealer) == (
+        "klaberjass", {"n": 300, "b": True, "s": "x"}, 2.5, False, "t", True, 3, (("AS", "KS"),), 0)
+    assert [(s.kind, s.bot) for s in given.seats] == [("open", ""), ("open", ""), ("bot", "random")]
+    assert (default.options, default.seats, default.turn_time_s, default.spectators_allowed, default.name,
+            default.listed, default.spectator_delay_actions, default.decks, default.first_dealer) == (
+        {}, (), 0.0, True, "", False, 0, (), None)
+
+
+def test_wait_ready_returns_once_connected_and_is_unavailable_after_its_timeout():
+    """``wait_ready`` returns when the channel connects, and raises Unavailable after
+    ``timeout_s`` when nothing answers: reason "" (no status carried one, as for any network
+    failure) and no request id, its message naming the wait."""
+    from clients.local_service import free_port
+
+    async def scenario():
+        async with running(ScriptedService()) as srv, cg.connect(srv.target) as client:
+            await client.wait_ready(timeout_s=10)
+        async with cg.connect(f"127.0.0.1:{free_port()}") as nobody:
+            with pytest.raises(cg.Unavailable) as caught:
+                await nobody.wait_ready(timeout_s=0.2)
+        return caught.value
+
+    error = run(scenario())
+    assert (error.code, error.reason, error.request_id, error.metadata, error.view, error.retry_delay_s) == (
+        grpc.StatusCode.UNAVAILABLE, "", "", {}, None, None)
+    assert str(error) == "UNAVAILABLE: no connection within 0.2 s"
+    # an INTERNAL error made without a request id names none
+    assert str(cg.Internal(grpc.StatusCode.INTERNAL, "boom")) == "INTERNAL: boom"
+
+
 class _DropsTheFirstStream(ScriptedService):
     """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
 
@@ -296,6 +346,7 @@ def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_
 
     strict, lenient = cg.positive_arg("seconds", 10), cg.positive_arg("seconds", 10, zero="no limit")
     assert strict("10") == 10.0 and lenient("0") == 0.0 and lenient("2.5") == 2.5
+    assert strict("0.5") == 0.5 and lenient("0.5") == 0.5  # a fraction of a second is a number above 0
     for bad in ("0", "-1", "nan", "inf", "11"):
         with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds above 0 and at most 10, "):
             strict(bad)
@@ -306,8 +357,56 @@ def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_
         lenient("soon")
     assert cg.turn_time_arg("0") == 0.0 and cg.turn_time_arg("86400") == 86400.0
     with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cg.seconds_arg("0")  # --timeout: a call's deadline, at most a day
+    assert str(refused.value) == "must be a number of seconds above 0 and at most 86400, not '0'"
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
         cg.turn_time_arg("-1")
     assert str(refused.value) == "must be a number of seconds from 0 (the game's default) to 86400, not '-1'"
+
+
+def test_a_seat_number_is_any_whole_number_of_the_apis_int32_fields():
+    """int32_arg (``--seat``, ``SEAT``, ``--limit``) takes every int32, -2**31 to 2**31 - 1
+    (which seats a match has, the server says), and refuses the next integer either side, and
+    text that is no whole number, as usage errors naming it."""
+    import argparse
+
+    assert cg.INT32_MAX == 2**31 - 1
+    for text, value in (("2147483647", 2**31 - 1), ("-2147483648", -2**31), ("0", 0), (" 3 ", 3)):
+        assert cg.int32_arg(text) == value
+    for text in ("2147483648", "-2147483649"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^{text} is beyond the API's 32-bit integers$"):
+            cg.int32_arg(text)
+    for text in ("1.5", "one", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^not a whole number: {text!r}$"):
+            cg.int32_arg(text)
+
+
+def test_a_command_parser_keeps_its_description_and_options_and_never_abbreviates():
+    """command_parser: the --help text's description and the caller's own settings
+    (clients.play's raw description layout) are the parser's, with ``allow_abbrev`` off."""
+    import argparse
+
+    parser = cg.command_parser("python -m x", "Does x.", formatter_class=argparse.RawDescriptionHelpFormatter)
+    assert (parser.prog, parser.description, parser.formatter_class, parser.allow_abbrev) == (
+        "python -m x", "Does x.", argparse.RawDescriptionHelpFormatter, False)
+
+
+def test_a_file_argument_reads_as_its_path():
+    """A ``--ca`` or ``--token-file`` argument holds what was read, and ``str()`` of it is the
+    path, for the messages and the command lines the clients print."""
+    ca = cg.FileArgument("/run/ca.pem", b"-----BEGIN CERTIFICATE-----")
+    assert str(ca) == f"{ca}" == "/run/ca.pem" and ca.value == b"-----BEGIN CERTIFICATE-----"
+
+
+def test_an_empty_target_is_a_usage_error_saying_so():
+    """``--target ""`` or one of blanks (an unset variable in a script) is refused as empty
+    before any check of its port."""
+    import argparse
+
+    for text in ("", "  ", "\t"):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=r"^the target is empty \(host:port, e\.g\. 127\.0\.0\.1:50051\)$"):
+            cg.target_arg(text)
 
 
 def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
@@ -592,7 +691,9 @@ def test_a_target_whose_port_is_no_port_number_is_a_usage_error(module, args, ta
 
 
 @pytest.mark.parametrize("target", ["127.0.0.1:1", "[::1]:65535", "::1", "fe80::beef", "unix:/run/engine.sock",
-                                    "unix:engine.sock", "dns:///engine.test:50051", "dns:engine.test", "engine.test"])
+                                    "unix:engine.sock", "dns:///engine.test:50051", "dns:engine.test", "engine.test",
+                                    "unix-abstract:engine", "ipv4:127.0.0.1", "xds:///engine.test",
+                                    "google-c2p:///engine.test"])
 def test_targets_whose_end_is_no_port_are_taken(target):
     """What follows the last ':' is a port only after a host (``[::1]`` in brackets): a bare
     IPv6 address, a gRPC scheme's path or name and a target without a ':' are not refused."""
