@@ -715,6 +715,7 @@ def test_summary_message_fills_every_field():
         (True, True, False, False), (False, True, False, False), (True, False, True, True)]
     going = codec.summary_message(api.MatchSummary("m8", "klaberjass", {}, "waiting", 0, (), 0.0, True, 0.0))
     assert not going.HasField("result") and not going.options and going.status == m.MATCH_STATUS_WAITING
+    assert going.spectators_allowed is True  # not only the proto default (False) of the field
     assert [codec.status_enum(x) for x in ("active", "finished", "unknown")] == [
         m.MATCH_STATUS_ACTIVE, m.MATCH_STATUS_FINISHED, m.MATCH_STATUS_UNSPECIFIED]
 
