@@ -172,6 +172,50 @@ def test_create_request_conversion_and_checks():
         assert info.value.reason == "BAD_DURATION", (seconds, nanos)
 
 
+def test_create_request_copies_every_field():
+    """Every CreateMatchRequest field reaches the session layer's value as sent (the admin-only
+    decks and first dealer too: the servicer checks who may set them)."""
+    req = pb.CreateMatchRequest(game="jojotte", name="t", listed=True, spectator_delay_actions=2,
+                                client_create_id="c" * 16, spectators_allowed=True, first_dealer=1)
+    req.seats.add().bot.name = "random"
+    req.seats.add().open.SetInParent()
+    req.options["jj_target"].int_value = 151
+    req.decks.add().cards.extend(["AS", "KS"])
+    req.decks.add().cards.extend(["7H"])
+    req.turn_time.seconds, req.turn_time.nanos = 10, 999_999_999  # the largest fraction is a Duration's
+    assert codec.create_request(req) == api.CreateMatchRequest(
+        game="jojotte", options={"jj_target": 151},
+        seats=(api.SeatConfig("bot", "random"), api.SeatConfig("open")), turn_time_s=10.999999999,
+        spectators_allowed=True, name="t", listed=True, spectator_delay_actions=2,
+        decks=(("AS", "KS"), ("7H",)), first_dealer=1, client_create_id="c" * 16)
+
+
+def _bad_duration(seconds: int, nanos: int) -> pb.CreateMatchRequest:
+    req = pb.CreateMatchRequest(game="g")
+    req.turn_time.seconds, req.turn_time.nanos = seconds, nanos
+    return req
+
+
+@pytest.mark.parametrize("req, reason, field", [
+    (pb.CreateMatchRequest(), "MISSING_FIELD", "game"),  # card_games.proto: an empty game
+    (pb.CreateMatchRequest(game="g", seats=[m.SeatSpec(open=m.OpenSeat()), m.SeatSpec(bot=m.BotSeat())]),
+     "MISSING_FIELD", "seats[1].bot.name"),  # a bot seat without a name
+    (pb.CreateMatchRequest(game="g", seats=[m.SeatSpec(open=m.OpenSeat()), m.SeatSpec(bot=m.BotSeat(name="b" * 129))]),
+     "FIELD_TOO_LONG", "seats[1].bot.name"),
+    (pb.CreateMatchRequest(game="g" * 129), "FIELD_TOO_LONG", "game"),
+    (pb.CreateMatchRequest(game="g", name="n" * 65), "FIELD_TOO_LONG", "name"),
+    (_bad_duration(-1, 0), "BAD_DURATION", "turn_time"),
+    (_bad_duration(1, 1_000_000_000), "BAD_DURATION", "turn_time"),  # nanos is a fraction of a second
+    (_bad_duration(codec.MAX_DURATION_SECONDS + 1, 0), "BAD_DURATION", "turn_time"),
+])
+def test_create_request_refusals_name_their_field(req, reason, field):
+    """docs/api.md, Errors: MISSING_FIELD, FIELD_TOO_LONG and BAD_DURATION carry the request
+    field in their metadata (``seats[1].bot.name``: the seat's index)."""
+    with pytest.raises(api.BadRequest) as info:
+        codec.create_request(req)
+    assert (info.value.reason, info.value.metadata) == (reason, {"field": field})
+
+
 def test_request_limits_include_the_limit_itself():
     """card_games.proto: a match id (and the other ids: game, bot, option) "longer than 128
     characters" is FIELD_TOO_LONG, a name "at most 64 characters", a turn time at most
@@ -671,6 +715,7 @@ def test_summary_message_fills_every_field():
         (True, True, False, False), (False, True, False, False), (True, False, True, True)]
     going = codec.summary_message(api.MatchSummary("m8", "klaberjass", {}, "waiting", 0, (), 0.0, True, 0.0))
     assert not going.HasField("result") and not going.options and going.status == m.MATCH_STATUS_WAITING
+    assert going.spectators_allowed is True  # not only the proto default (False) of the field
     assert [codec.status_enum(x) for x in ("active", "finished", "unknown")] == [
         m.MATCH_STATUS_ACTIVE, m.MATCH_STATUS_FINISHED, m.MATCH_STATUS_UNSPECIFIED]
 
