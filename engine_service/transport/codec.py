@@ -463,8 +463,8 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     """The complete tricks of the current deal, oldest first, from what the view already holds,
     serialized.
 
-    Games publish them in one of two ways: a list of tricks (``tricks``, at the top or under
-    ``table``: Klaberjass, Jo-Jotte, Georgian Joker), or only the deal's public action log
+    Games publish them in one of two ways: a list of tricks (``table.tricks``: Klaberjass,
+    Jo-Jotte, Georgian Joker), or only the deal's public action log
     (``table.deal_actions``: ``{"seat", "action"}`` entries, Japanese Joker). From
     a log, the ``play:`` actions are cut into tricks of one card per seat; a trick's winner is
     the entry's own ``winner`` where the game records it, else the leader of the next trick
@@ -475,9 +475,9 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     inferred that the view does not already say.
     """
     table = view.get("table") or {}
-    for tricks in (view.get("tricks"), table.get("tricks") if isinstance(table, Mapping) else None):
-        if isinstance(tricks, (list, tuple)) and all(isinstance(t, Mapping) and "plays" in t for t in tricks):
-            return [trick_bytes(t) for t in tricks]
+    tricks = table.get("tricks") if isinstance(table, Mapping) else None
+    if isinstance(tricks, (list, tuple)) and all(isinstance(t, Mapping) and "plays" in t for t in tricks):
+        return [trick_bytes(t) for t in tricks]
     log = table.get("deal_actions") if isinstance(table, Mapping) else None
     seats = len(view.get("hand_sizes") or ())
     if not isinstance(log, (list, tuple)) or not seats:
@@ -720,7 +720,7 @@ def _shared_parts(v: Mapping[str, Any], scope: dict[Any, Any] | None = None) -> 
             return encode()
         stats[0] = stats[1] = 0
     try:
-        key = marshal.dumps((v.get("trick"), v.get("last_trick"), v.get("tricks"),
+        key = marshal.dumps((v.get("trick"), v.get("last_trick"),
                              len(v.get("hand_sizes") or ()), v.get("tricks_taken"), v.get("totals"),
                              v.get("deal_results"), v.get("table")), 2)
     except ValueError:  # not made of the core types: encoded without the memo
@@ -760,7 +760,7 @@ _SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_
 
 
 def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
-    objs = (v.get("trick"), v.get("last_trick"), v.get("tricks"), v.get("hand_sizes"),
+    objs = (v.get("trick"), v.get("last_trick"), v.get("hand_sizes"),
             v.get("tricks_taken"), v.get("totals"), v.get("deal_results"), v.get("table"))
     key = (_SCOPE_SHARED, *map(id, objs))
     hit = scope.get(key)
@@ -789,7 +789,7 @@ def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, 
         parts.append(hit[1])
     table = v.get("table")
     is_map = isinstance(table, Mapping)
-    objs = (v.get("tricks"), table.get("tricks") if is_map else None,
+    objs = (table.get("tricks") if is_map else None,
             table.get("deal_actions") if is_map else None, v.get("hand_sizes"), last,
             v.get("tricks_taken"))  # trick_history_bytes reads it (_deal_last_trick)
     key = (_SCOPE_HISTORY, *map(id, objs))

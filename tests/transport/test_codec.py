@@ -493,12 +493,14 @@ def test_trick_history_counts_card_plays_only():
 
 
 def test_trick_history_reads_only_what_has_the_shape_of_tricks():
-    """``tricks`` is a trick list only when every entry is a trick with ``plays``; otherwise
-    the deal log gives the history, whose entries may be any mapping (not only a dict); a
-    table that is no mapping holds neither."""
+    """``table.tricks`` is a trick list only when every entry is a trick with ``plays``;
+    otherwise the deal log gives the history, whose entries may be any mapping (not only a
+    dict); a table that is no mapping holds neither. A ``tricks`` at the top of a view is
+    not read (no game's view has one)."""
     from types import MappingProxyType
 
-    view = {"hand_sizes": [2, 2], "tricks": [{"winner": 0}], "table": {"deal_actions": [
+    top = [{"plays": [{"seat": 0, "card": "7S"}, {"seat": 1, "card": "8S"}], "winner": 0}]
+    view = {"hand_sizes": [2, 2], "tricks": top, "table": {"tricks": [{"winner": 0}], "deal_actions": [
         MappingProxyType({"seat": 0, "action": "play:KH"}), {"seat": 1, "action": "play:AH", "winner": 1}]}}
     (trick,) = codec.trick_history(view)
     assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
