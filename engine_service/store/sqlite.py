@@ -217,6 +217,16 @@ def _reason(exc: BaseException) -> str:
     return f"{exc} ({name})" if name else str(exc)
 
 
+def _volume_hint(exc: BaseException) -> str:
+    """What to do about a full volume or failing storage (SQLITE_FULL, SQLITE_IOERR_*), for a
+    refusal at open that left the file as it was; "" for any other error."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
+        return ": check the free space of its volume (df) and its storage, then start again " \
+               "(docs/operations.md, When the database fails)"
+    return ""
+
+
 def _rolled_back(pending: list[tuple[_Job, Any, BaseException | None]],
                  cause: BaseException) -> list[tuple[_Job, Any, BaseException | None]]:
     """The writes of a transaction that SQLite rolled back as a whole, each with its error.
@@ -727,10 +737,8 @@ class SqliteStore(Store):
         name = str(getattr(exc, "sqlite_errorname", "") or "")
         if not name or name == "SQLITE_NOTADB" or name.startswith(("SQLITE_CORRUPT", "SQLITE_ERROR")):
             return
-        hint = ""
-        if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
-            hint = ("; the file was left as it was: check the free space of its volume (df) and its "
-                    "storage, then start again (docs/operations.md, When the database fails)")
+        advice = _volume_hint(exc)
+        hint = f"; the file was left as it was{advice}" if advice else ""
         raise StoreError(f"{doing} {self.path}: {_reason(exc)}{hint}") from None
 
     @staticmethod
@@ -857,8 +865,8 @@ class SqliteStore(Store):
             self._refuse_unwritable(exc)
             raise MigrationFailed(
                 f"{self.path}: migrating the database from schema version {version} to "
-                f"{SCHEMA_VERSION} failed at step {step} ({exc}); the file was left as it was "
-                f"(schema version {version})") from None
+                f"{SCHEMA_VERSION} failed at step {step} ({_reason(exc)}); the file was left as it "
+                f"was (schema version {version}){_volume_hint(exc)}") from None
         self.migrated_from = version
         log.info("db_migrated", db=self.path, from_version=version, to_version=SCHEMA_VERSION)
 

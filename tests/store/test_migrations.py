@@ -164,7 +164,7 @@ def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypa
     assert isinstance(info.value, NotADatabase)
     assert str(info.value).startswith(
         f"{path}: migrating the database from schema version {version} to {SCHEMA_VERSION} "
-        f"failed at step {step} (no such table: no_such_table)"), str(info.value)
+        f"failed at step {step} (no such table: no_such_table (SQLITE_ERROR))"), str(info.value)
     assert _user_version(path) == version
     assert ("listed" in _columns(path)) == (version == 2)
     assert "salt" not in _columns(path, "decks")
@@ -189,7 +189,7 @@ def test_a_migration_that_cannot_apply_says_the_migration_failed(tmp_path):
         run(go())
     assert str(info.value) == (
         f"{path}: migrating the database from schema version 2 to {SCHEMA_VERSION} failed at "
-        "step 3 (duplicate column name: salt); the file was left as it was (schema version 2)")
+        "step 3 (duplicate column name: salt (SQLITE_ERROR)); the file was left as it was (schema version 2)")
     assert _user_version(path) == 2 and "scheme" not in _columns(path, "decks")
 
 
@@ -674,6 +674,27 @@ def test_a_sqlite_database_of_schema_6_is_migrated_keeping_its_matches(tmp_path)
     assert indexes.get("matches_by_create_hash") == 1  # unique
 
 
+def test_a_migration_stopped_by_a_full_volume_names_sqlite_full_and_what_to_do(tmp_path):
+    """A migration that runs out of disk (its new index needs pages the volume does not have)
+    says so as the other refusals of a full volume at open do: SQLite's code (SQLITE_FULL, what
+    docs/operations.md is searched for) and the free-space advice; the file is left as it was."""
+    from .sqlite_faults import LimitedSqliteStore
+
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v6(path)
+
+    async def go():
+        await LimitedSqliteStore(path, full=True).open()
+    with pytest.raises(MigrationFailed) as info:
+        run(go())
+    assert str(info.value) == (
+        f"{path}: migrating the database from schema version 6 to {SCHEMA_VERSION} failed at "
+        "step 7 (database or disk is full (SQLITE_FULL)); the file was left as it was (schema "
+        "version 6): check the free space of its volume (df) and its storage, then start again "
+        "(docs/operations.md, When the database fails)")
+    assert _user_version(path) == 6 and "create_hash" not in _columns(path)
+
+
 def test_a_migration_sqlite_rolled_back_itself_says_the_migration_failed_and_leaves_the_file(tmp_path):
     """On some errors SQLite rolls back the whole transaction itself, not the failing
     statement alone (SQLITE_IOERR, SQLITE_NOMEM, an interrupted write: sqlite.org/
@@ -710,7 +731,7 @@ def test_a_migration_sqlite_rolled_back_itself_says_the_migration_failed_and_lea
         run(go())
     assert str(info.value) == (
         f"{path}: migrating the database from schema version 6 to {SCHEMA_VERSION} failed at "
-        "step 7 (interrupted); the file was left as it was (schema version 6)")
+        "step 7 (interrupted (SQLITE_INTERRUPT)); the file was left as it was (schema version 6)")
     assert statements[-1].startswith("CREATE UNIQUE INDEX matches_by_create_hash")  # no ROLLBACK after it
     assert _user_version(path) == 6 and "create_hash" not in _columns(path)
 
