@@ -729,12 +729,16 @@ class PostgresStore(Store):
                     await asyncio.sleep(wait)
 
     async def _read(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
-        """Run ``fn(conn)`` in a read-only snapshot (a match's decks and actions agree)."""
+        """Run ``fn(conn)``, which sends one statement, in autocommit: one round trip. A
+        statement reads one snapshot of the database, taken as it starts (even at READ COMMITTED,
+        the weakest isolation PostgreSQL has), so a match's seats, decks and actions
+        read together agree without a transaction; a read-only REPEATABLE READ transaction of
+        four statements cost seven round trips (``BEGIN``, its isolation level, the reads,
+        ``COMMIT``), which the start's rebuild of every unfinished match paid one match at a
+        time (docs/operations.md, start-up step 6)."""
         try:
             async with self._connection(operation) as conn:
-                async with conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    return await fn(conn)
+                return await fn(conn)
         except StoreError:
             self._timer.error(operation)
             raise
@@ -1143,6 +1147,7 @@ class PostgresStore(Store):
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
                       "listed, deal_commitments, spectator_delay_actions, create_hash, create_digest")
+    _MATCH_WIDTH = len(_MATCH_COLUMNS.split(", "))
 
     async def find_created(self, create_hash: str) -> tuple[str, str] | None:
         if not create_hash:
@@ -1154,18 +1159,20 @@ class PostgresStore(Store):
             return None if row is None else (row[0], row[1] or "")
         return await self._read("find_created", fn)
 
+    #: A match's seats as one row of arrays, one array a column, in seat order (one snapshot
+    #: with the match row: see :meth:`_read`); all NULL when the match has none.
+    _SEAT_COLUMNS = ("seat", "kind", "bot", "player_name", "token_hash", "joined_at", "left_match", "join_hash",
+                     "away_since", "away_seen", "taken_over")
+    _SEATS_OF_M = ("LATERAL (SELECT " + ", ".join(f"array_agg({c} ORDER BY seat)" for c in _SEAT_COLUMNS)
+                   + " FROM seats WHERE seats.match_id = m.match_id) s")
+
     @staticmethod
-    async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
-        seats: dict[str, list[SeatRecord]] = {m: [] for m in match_ids}
-        cur = await conn.execute(
-            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash, "
-            "away_since, away_seen, taken_over FROM seats WHERE match_id = ANY(%s) ORDER BY match_id, seat",
-            (match_ids,))
-        for m, s, k, b, n, t, j, lm, jh, aw, seen, to in await cur.fetchall():
-            seats[m].append(SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "",
-                                       joined_at=j, left=lm, join_hash=jh or "", away_since=aw,
-                                       away_seen=seen, taken_over=bool(to)))
-        return seats
+    def _seat_records(arrays: Sequence[Any]) -> list[SeatRecord]:
+        if arrays[0] is None:
+            return []
+        return [SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=lm,
+                           join_hash=jh or "", away_since=aw, away_seen=seen, taken_over=bool(to))
+                for s, k, b, n, t, j, lm, jh, aw, seen, to in zip(*arrays, strict=True)]
 
     @staticmethod
     def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
@@ -1180,22 +1187,36 @@ class PostgresStore(Store):
             deal_commitments=tuple(commitments or ()), spectator_delay_actions=spectator_delay,
             create_hash=create_hash or "", create_digest=create_digest or "")
 
+    #: A match, its seats, its decks and its actions: one statement, one round trip (the
+    #: start reads every unfinished match so: docs/operations.md, start-up step 6). A deck's
+    #: cards come as JSON, since an array of arrays must be rectangular and two deals' packs
+    #: need not be the same length.
+    _LOAD_MATCH = (
+        f"SELECT {', '.join('m.' + c for c in _MATCH_COLUMNS.split(', '))}, s.*, d.*, a.* FROM matches m, "
+        + _SEATS_OF_M + ", "
+        "LATERAL (SELECT array_agg(deal ORDER BY deal), jsonb_agg(cards ORDER BY deal), "
+        "array_agg(salt ORDER BY deal), array_agg(scheme ORDER BY deal) "
+        "FROM decks WHERE decks.match_id = m.match_id) d, "
+        "LATERAL (SELECT " + ", ".join(f"array_agg({c} ORDER BY seq)" for c in (
+            "seq", "seat", "action", "by_whom", "client_action_id", "reason", "at"))
+        + " FROM match_actions WHERE match_actions.match_id = m.match_id) a "
+        "WHERE m.match_id = %s")
+
     async def load_match(self, match_id: str) -> StoredMatch | None:
         async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:
-            row = await (await conn.execute(
-                f"SELECT {self._MATCH_COLUMNS} FROM matches WHERE match_id = %s", (match_id,))).fetchone()
+            row = await (await conn.execute(self._LOAD_MATCH, (match_id,))).fetchone()
             if row is None:
                 return None
-            seats = await self._seats(conn, [match_id])
-            decks = tuple(DeckRecord(d, tuple(cards), salt, scheme) for d, cards, salt, scheme in await (
-                await conn.execute("SELECT deal, cards, salt, scheme FROM decks WHERE match_id = %s ORDER BY deal",
-                                   (match_id,))).fetchall())
-            actions = tuple(
+            columns = self._MATCH_WIDTH
+            seats_end = columns + len(self._SEAT_COLUMNS)
+            deal_arrays, action_arrays = row[seats_end:seats_end + 4], row[seats_end + 4:]
+            decks = () if deal_arrays[0] is None else tuple(
+                DeckRecord(d, tuple(cards), salt, scheme) for d, cards, salt, scheme in zip(*deal_arrays, strict=True))
+            actions = () if action_arrays[0] is None else tuple(
                 ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
-                for q, s, a, b, cid, r, t in await (await conn.execute(
-                    "SELECT seq, seat, action, by_whom, client_action_id, reason, at FROM match_actions "
-                    "WHERE match_id = %s ORDER BY seq", (match_id,))).fetchall())
-            return StoredMatch(self._record(row, seats[match_id]), decks, actions)
+                for q, s, a, b, cid, r, t in zip(*action_arrays, strict=True))
+            return StoredMatch(self._record(row[:columns], self._seat_records(row[columns:seats_end])),
+                               decks, actions)
         return await self._read("load_match", fn)
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
@@ -1213,15 +1234,19 @@ class PostgresStore(Store):
             # read backwards); ``created_at <= %s`` bounds matches_by_status's range likewise.
             where.append("created_at <= %s AND (created_at, match_id) < (%s, %s)")
             args += [after[0], after[0], after[1]]
-        sql = (f"SELECT {self._MATCH_COLUMNS}, (SELECT coalesce(max(seq), 0) FROM match_actions a "
-               f"WHERE a.match_id = m.match_id) FROM matches m"
+        # The page first, then its matches' seats: one statement (one round trip, one snapshot)
+        # that reads the seats of the page's matches only.
+        sql = (f"SELECT m.*, s.* FROM (SELECT {self._MATCH_COLUMNS}, (SELECT coalesce(max(seq), 0) "
+               f"FROM match_actions a WHERE a.match_id = m.match_id) AS last_seq FROM matches m"
                + (" WHERE " + " AND ".join(where) if where else "")
-               + " ORDER BY created_at DESC, match_id DESC LIMIT %s")
+               + " ORDER BY created_at DESC, match_id DESC LIMIT %s) m, " + self._SEATS_OF_M
+               + " ORDER BY m.created_at DESC, m.match_id DESC")
+        columns = self._MATCH_WIDTH
 
         async def fn(conn: psycopg.AsyncConnection) -> list[MatchListing]:
             rows = await (await conn.execute(sql, (*args, max(0, limit)))).fetchall()
-            seats = await self._seats(conn, [row[0] for row in rows]) if rows else {}
-            return [MatchListing(self._record(row[:-1], seats[row[0]]), row[-1]) for row in rows]
+            return [MatchListing(self._record(row[:columns], self._seat_records(row[columns + 1:])), row[columns])
+                    for row in rows]
         return await self._read("list_matches", fn)
 
     async def unfinished_match_ids(self) -> list[str]:

@@ -509,3 +509,46 @@ def test_a_refused_append_decks_writes_none_of_its_decks_with_or_without_pipelin
             await st.close()
 
     assert run(go()).decks == (DECK0,)
+
+
+def test_a_match_and_a_listing_are_read_in_one_statement_each(pg_url, monkeypatch):
+    """A read is one statement in autocommit, one round trip (PostgresStore._read): a read-only
+    transaction of a match's four reads took seven, and the start reads every unfinished match
+    before it serves (docs/operations.md, start-up step 6). One statement also reads one
+    snapshot, so the match, its seats, decks and actions agree without a transaction."""
+    statements: list[str] = []
+    transactions: list[object] = []
+    execute, transaction = psycopg.AsyncCursor.execute, psycopg.AsyncConnection.transaction
+
+    def counted_execute(self, query, *args, **kwargs):
+        statements.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    def counted_transaction(self, *args, **kwargs):
+        transactions.append(self)
+        return transaction(self, *args, **kwargs)
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record(), [DECK0])
+            await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1"))
+            await st.append_action("m1", ActionRecord(1, 0, "pass", at=2.0))
+            await st.append_action("m1", ActionRecord(2, 1, "take", at=3.0), [replace(DECK0, deal=1)])
+            await st.create_match(record("m2", created_at=2.0))
+            expected = await st.load_match("m1"), await st.list_matches()  # the pool's connection made
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
+            monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counted_transaction)
+            got = await st.load_match("m1")
+            loaded = list(statements)
+            listed = await st.list_matches()
+            return expected, got, listed, loaded, list(statements)
+        finally:
+            await st.close()
+
+    (match, listing), got, listed, loaded, both = run(go())
+    assert len(loaded) == 1 and len(both) == 2 and transactions == []
+    assert got == match and listed == listing
+    assert len(got.actions) == 2 and len(got.decks) == 2 and got.record.seats[1].player_name == "ann"
+    assert [(li.record.match_id, li.seq, len(li.record.seats)) for li in listed] == [("m2", 0, 2), ("m1", 2, 2)]

@@ -445,6 +445,30 @@ def test_deck_salts_round_trip(kind, make):
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_decks_of_different_lengths_read_back_as_written(kind, make):
+    """A deck's length is its game's pack, not the store's: decks of different lengths in one
+    match (the PostgreSQL store reads a match's decks in one statement, where an array of
+    arrays would have to be rectangular) and a match with no deck read back as written."""
+    decks = (DeckRecord(0, ("JS", "7H", "AD", "X1", "X2")), DeckRecord(1, ("7H",)), DeckRecord(2, ("AD", "JS")))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        try:
+            await st.create_match(record(), decks[:1])
+            await st.append_action("m1", ActionRecord(1, 0, "pass"), decks[1:2])
+            await st.append_decks("m1", decks[2:])
+            await st.create_match(record("bare", created_at=2.0))
+            return await st.load_match("m1"), await st.load_match("bare")
+        finally:
+            await st.close()
+
+    got, bare = run(go())
+    assert got.decks == decks and [len(a.action) for a in got.actions] == [4]
+    assert bare.decks == () and bare.actions == () and len(bare.record.seats) == 2
+
+
 def test_a_decks_repr_shows_neither_its_cards_nor_its_salt():
     """A deck is secret (DeckRecord): its repr, which a log line or a failed assertion may
     print, names its deal and scheme only."""
