@@ -495,7 +495,7 @@ class PostgresStore(Store):
         connection is severed, then closed (never back in the pool in an unknown state)."""
         pool = self._pool
         if pool is None:
-            raise StoreError("the store is not open")
+            raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.call_timeout_s
         bound = bound or Bound(self.call_timeout_s)

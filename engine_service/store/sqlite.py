@@ -295,7 +295,7 @@ class SqliteStore(Store):
 
     async def _submit(self, fn: Callable[..., T], write: bool = False) -> T:
         if self._jobs is None:
-            raise StoreError("the store is not open")
+            raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
         self._jobs.put(_Job(fn, write, future, loop))
