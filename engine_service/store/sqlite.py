@@ -674,7 +674,9 @@ class SqliteStore(Store):
                 raise CorruptDatabase(self._corrupt(_reason(exc), "reading its schema")) from None
             self._refuse_environment(exc, "cannot open database")  # returns on SQLITE_NOTADB
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
-        if schema_objects and app_id != APPLICATION_ID:
+        # A foreign application_id is another program's claim on the file even before it has
+        # made a table: an empty file carrying one was given our schema and our id.
+        if app_id != APPLICATION_ID and (schema_objects or app_id != 0):
             if app_id == 0 and version == 0 and self._has_our_tables(conn):
                 # a copy made with sqlite3's .dump (or Python's iterdump) and loaded into a new
                 # file: the rows came along, the header's application_id and user_version did

@@ -1598,6 +1598,31 @@ def test_another_applications_sqlite_file_is_refused(tmp_path):
     _open_refused(path, NotADatabase, match="another application")
 
 
+def test_another_applications_sqlite_file_is_refused_before_it_has_a_table(tmp_path):
+    """An application_id is a program's claim on its file (SQLite's header): another
+    program's empty database, tables not made yet, is refused unchanged as theirs, where it
+    was given this service's schema and id. An empty file of no application (id 0) is still
+    made a database, whatever its user_version."""
+    theirs, nobodys = tmp_path / "theirs.sqlite3", tmp_path / "nobodys.sqlite3"
+    for path, app_id in ((theirs, 0x12345678), (nobodys, 0)):
+        conn = sqlite3.connect(path)
+        conn.execute(f"PRAGMA application_id={app_id}")
+        conn.execute("PRAGMA user_version=3")
+        conn.commit()
+        conn.close()
+
+    info = _open_refused_unchanged(theirs, NotADatabase)
+    assert str(info.value) == (f"{theirs} is a SQLite database of another application "
+                               "(application_id 0x12345678); refusing to use it")
+    _open_close(nobodys)
+    conn = sqlite3.connect(nobodys)
+    try:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == 0x43474531
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("app_id, version", [(0x12345678, 0), (0, SCHEMA_VERSION)])
 def test_a_file_with_our_tables_and_a_header_we_did_not_write_is_another_applications(tmp_path, app_id, version):
     """Tables named as this service's are not enough to call a file a .dump copy of ours:
