@@ -739,9 +739,24 @@ class SqliteStore(Store):
         name = str(getattr(exc, "sqlite_errorname", "") or "")
         if not name or name == "SQLITE_NOTADB" or name.startswith(("SQLITE_CORRUPT", "SQLITE_ERROR")):
             return
-        advice = _volume_hint(exc)
+        advice = self._stray_companion() or _volume_hint(exc)
         hint = f"; the file was left as it was{advice}" if advice else ""
         raise StoreError(f"{doing} {self.path}: {_reason(exc)}{hint}") from None
+
+    def _stray_companion(self) -> str:
+        """What to do when a name SQLite makes its own files under (``-wal``, ``-shm``,
+        ``-journal``) is taken by something that is no file (a directory: a stray mount, a bad
+        restore): SQLite then fails to open or to delete it with a code that reads as a full or
+        failing volume, and the free-space advice sent the operator the wrong way. "" if none."""
+        if self.path == ":memory:":
+            return ""
+        for suffix in ("-wal", "-shm", "-journal"):
+            companion = f"{self.path}{suffix}"
+            if os.path.lexists(companion) and not os.path.isfile(companion):
+                kind = "a directory" if os.path.isdir(companion) else "not a regular file"
+                return (f": {companion} is {kind}, where SQLite makes its own file: move it away, "
+                        "then start again")
+        return ""
 
     @staticmethod
     def _has_our_tables(conn: sqlite3.Connection) -> bool:
@@ -778,10 +793,12 @@ class SqliteStore(Store):
             return
         uid = os.getuid() if hasattr(os, "getuid") else None
         user = f" (uid {uid})" if uid is not None else ""
+        advice = self._stray_companion() or (
+            ": make the file and its directory writable by the engine's user, and check that "
+            "the filesystem is not mounted read-only (docs/operations.md, When the database fails)")
         raise DatabaseReadOnly(
             f"{self.path} cannot be written by this process{user}: {_reason(exc)}; refusing to serve "
-            "from it: make the file and its directory writable by the engine's user, and check that "
-            "the filesystem is not mounted read-only (docs/operations.md, When the database fails)") from None
+            f"from it{advice}") from None
 
     def _check_integrity(self, conn: sqlite3.Connection) -> None:
         """``PRAGMA quick_check`` of the whole file, before anything is written to it.
@@ -868,7 +885,7 @@ class SqliteStore(Store):
             raise MigrationFailed(
                 f"{self.path}: migrating the database from schema version {version} to "
                 f"{SCHEMA_VERSION} failed at step {step} ({_reason(exc)}); the file was left as it "
-                f"was (schema version {version}){_volume_hint(exc)}") from None
+                f"was (schema version {version}){self._stray_companion() or _volume_hint(exc)}") from None
         self.migrated_from = version
         log.info("db_migrated", db=self.path, from_version=version, to_version=SCHEMA_VERSION)
 

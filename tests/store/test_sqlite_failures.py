@@ -574,13 +574,16 @@ def test_a_new_database_sqlite_cannot_put_in_wal_mode_is_refused_before_its_tabl
     conn.close()
 
 
-@pytest.mark.parametrize("taken", ["-wal", "-shm"])
+@pytest.mark.parametrize("taken", ["-wal", "-shm", "-journal"])
 def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_and_left_as_it_was(tmp_path, taken):
     """A sound database closed cleanly (no ``-wal`` nor ``-shm`` left), whose WAL or WAL index
     SQLite cannot make again at open (here its name taken by a directory: a stray mount, a bad
-    restore). Without the WAL SQLite cannot open the file (SQLITE_CANTOPEN): a StoreError
-    naming the file and SQLite's reason; without the index it reads the file but will not
-    write it (SQLITE_READONLY): DatabaseReadOnly. Neither is "not a SQLite database" (which
+    restore). Without the WAL SQLite cannot open the file (SQLITE_CANTOPEN), and a rollback
+    journal's name taken reads as an I/O error (SQLITE_IOERR_READ): a StoreError naming the
+    file, SQLite's reason and the directory in the way (not the free-space advice SQLite's I/O
+    errors get); without the index it reads the file but will not write it (SQLITE_READONLY):
+    DatabaseReadOnly, naming the directory too (not the advice about permissions). None is
+    "not a SQLite database" (which
     sends the operator to restore over a good file); the file is left as it was and the store
     lets go of it: with the name free it opens, every match there."""
     path = tmp_path / "db.sqlite3"
@@ -592,12 +595,19 @@ def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_a
         run(SqliteStore(path).open())
     assert not isinstance(refused.value, NotADatabase), refused.value
     if taken == "-wal":
-        assert str(refused.value) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+        assert str(refused.value) == (f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN); "
+                                      f"the file was left as it was: {path}-wal is a directory, where SQLite makes "
+                                      "its own file: move it away, then start again")
+    elif taken == "-journal":  # looked for as a hot journal: read as a file, an I/O error
+        assert str(refused.value) == (f"cannot open database {path}: disk I/O error (SQLITE_IOERR_READ); "
+                                      f"the file was left as it was: {path}-journal is a directory, where SQLite "
+                                      "makes its own file: move it away, then start again")
     else:
         assert isinstance(refused.value, DatabaseReadOnly), refused.value
-        assert str(refused.value).startswith(f"{path} cannot be written by this process (uid {os.getuid()}): "
-                                             "attempt to write a readonly database (SQLITE_READONLY); "
-                                             "refusing to serve from it"), refused.value
+        assert str(refused.value) == (f"{path} cannot be written by this process (uid {os.getuid()}): "
+                                      "attempt to write a readonly database (SQLITE_READONLY); "
+                                      f"refusing to serve from it: {path}-shm is a directory, where SQLite "
+                                      "makes its own file: move it away, then start again"), refused.value
     assert path.read_bytes() == before
 
     os.rmdir(f"{path}{taken}")
