@@ -90,11 +90,12 @@ MAX_MATCH_ID_LENGTH = 64
 #: (:meth:`MatchManager._await_bot_workers`): well within the orchestrator's start-up probe.
 BOT_WORKERS_WAIT_S = 15.0
 #: Unfinished matches read back at once at start-up (:meth:`MatchManager._resume_unfinished`).
-#: A PostgreSQL read of a match is a transaction of seven round trips: one after another,
-#: with the database 1 ms away, 18 ms a match: 10,000 matches would take three minutes, past
-#: the start-up probe's two (bench/restart_resume.py; 41 s eight at once). The store's pool (8 connections) serves
-#: several at once and one match's replay overlaps the others' reads (on SQLite too, whose
-#: reads run in the store's thread); more reads than connections would only queue.
+#: A PostgreSQL read of a match was a transaction of seven round trips: one after another,
+#: with the database 1 ms away, 18 ms a match: 10,000 matches would have taken three minutes,
+#: past the start-up probe's two (bench/restart_resume.py; 41 s eight at once). It is one
+#: round trip now, and the network's wait still dominates each read. The store's pool (8
+#: connections) serves several at once and one match's replay overlaps the others' reads (on
+#: SQLite too, whose reads run in the store's thread); more reads than connections would only queue.
 RESUME_CONCURRENCY = 8
 
 
