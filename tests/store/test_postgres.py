@@ -387,7 +387,7 @@ def test_a_closed_store_refuses_work(pg_url):
         await st.close()
         await st.close()  # idempotent
         for call in (st.create_match(record()), st.load_match("m1"), st.list_matches()):
-            with pytest.raises(StoreError, match="not open"):
+            with pytest.raises(StoreError, match="^the store is closed$"):
                 await call
     run(go())
 
