@@ -921,6 +921,34 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     assert [e.kind for e in first] == ["snapshot"]
 
 
+def test_a_delayed_spectator_stream_overflowed_by_a_released_action_frees_its_slot():
+    """A match with ``spectator_delay_actions``: its spectators get each action when the delay
+    releases it (MatchWriter.release_to_spectators), not with the action's own publication,
+    which skips them. A stalled spectator stream that such a release overflows is handed to
+    ``overflowed`` on the loop's next turn like any other (docs/operations.md,
+    ``watch_overflow``): logged as a spectator's, and its place under the spectator limit
+    given back at once, not when its generator closes: the next spectator gets in."""
+    async def go():
+        with capture_logs_with_context() as logs:
+            async with manager(config(watcher_queue_size=3, max_watchers_per_match=1)) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2)
+                m = mgr._matches[match_id]
+                spectator = Principal("spectator", match_id)
+                stalled, w = await _stall(mgr, match_id, spectator)
+                seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(8))
+                for _ in range(3):  # the handler runs on the loop's next turn
+                    await asyncio.sleep(0)
+                state = dict(counted=w.counted, spectators=mgr._streams.spectators, seen=m.spectators_seen)
+                first = await collect(mgr.watch(match_id, spectator, -1), until=lambda e: True)
+                await stalled.aclose()
+        return seq, state, first, logs
+
+    seq, state, first, logs = run(go())
+    assert state == dict(counted=False, spectators=0, seen=seq - 2), state
+    assert [e.kind for e in first] == ["snapshot"] and first[0].seq == seq - 2
+    assert [(e["audience"], e["seat"]) for e in logs if e["event"] == "watch_overflow"] == [("spectator", None)]
+
+
 def test_a_seat_and_a_spectator_stream_overflowed_by_one_event_both_stop_counting():
     """One event overflows a stalled seat stream and a stalled spectator stream: the writer
     hands both to ``overflowed`` in one call, which uncounts each (the seat's streams, the
