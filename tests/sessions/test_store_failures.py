@@ -1108,6 +1108,11 @@ def test_a_settlement_series_says_which_write_it_settles_while_the_store_fails(m
     delays = [e["retry_in_s"] for e in failing]
     assert len(delays) >= 2 and delays == [2.0 ** k for k in range(len(delays))]
     assert all(e["match_id"] == match_id and e["error"] for e in failing)
+    # each failed read-back is a ``store_read_failed`` naming what it settles (docs/operations.md)
+    reads = [(e["operation"], e["match_id"], e["error"], e["error_type"]) for e in logs
+             if e["event"] == "store_read_failed"]
+    operation = "settle_log" if in_doubt == "action" else "settle_end"
+    assert reads == [(operation, match_id, "the database is unreachable", "StoreError")] * len(delays)
     other = ({"action_settle_failed", "match_end_settle_failed"} - {failure}).pop()
     assert other not in events and "session_task_failed" not in events and settling == {}
     if in_doubt == "action":
