@@ -1115,6 +1115,60 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     assert len(caught_up.deal_commitments) == 1 and len(on_a.deal_commitments) == 2
 
 
+def test_a_stale_writer_whose_append_failed_ends_its_match_at_its_deal_limit_when_it_reads_the_log_back(
+        monkeypatch):
+    """The stale writer, limited to one deal, has its append answered with an error (written
+    nothing) while the other writer, with no such limit, threw the first deal in (KL-3.5) and
+    dealt the next, writing no end. Its log in doubt, the stale writer reads it back before its
+    next write (MatchWriter.settle_log): the four actions found reached its limit, so it ends
+    its match there (terminated, ``deal_limit``, written to the store; ``match_deal_limit``),
+    as after a refused append, and the next action is MATCH_NOT_ACTIVE. Without that end the
+    match stayed active at a deal it will never deal. No background read-back here: the next
+    request's is the one."""
+    from engine_service.sessions import seating as seating_module
+    from engine_service.sessions.api import SessionError
+    from structlog.testing import capture_logs
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)
+
+    class FailsNextAppend(MemoryStore):
+        fail_next = False
+
+        async def append_action(self, match_id, action, decks=(), end=None):
+            if self.fail_next:
+                self.fail_next = False
+                raise StoreError("the database is unreachable")
+            return await super().append_action(match_id, action, decks, end)
+
+    store = FailsNextAppend()
+
+    async def go():
+        a, b, match_id, pa, pb = await two_writers(store, stale={"max_match_deals": 1})
+        await passes(a, match_id, pa, 4)
+        seat = b._matches[match_id].state.to_act()
+        store.fail_next = True
+        with pytest.raises(SessionError) as failed:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        with pytest.raises(SessionError) as refused:  # reads the log back first
+            await b.submit_action(match_id, pb[seat], "pass", None)
+        ended = await b.get_match(match_id)
+        stored = (await store.load_match(match_id)).record
+        on_a = await a.get_match(match_id)
+        await b.close()
+        await a.close()
+        return failed.value, refused.value, ended, stored, on_a
+
+    with capture_logs() as logs:
+        failed, refused, ended, stored, on_a = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert refused.reason == "MATCH_NOT_ACTIVE"
+    assert ended.seq == 4 and ended.status == stored.status == "terminated", ended
+    assert (ended.result["outcome"], ended.result["reason"]) == ("terminated", "deal_limit")
+    assert on_a.status == "active"  # a plays on: its limit is the default
+    assert [(e["deals"], e["limit"]) for e in logs if e["event"] == "match_deal_limit"] == [(1, 1)]
+    assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
+
+
 def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
     """The other writer's actions threw the deal in (KL-3.5: four passes) and dealt the next
     one with a deck it stored with the action that made it due. The stale writer, refused,
