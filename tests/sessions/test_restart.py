@@ -1166,6 +1166,8 @@ def test_a_stale_writer_whose_append_failed_ends_its_match_at_its_deal_limit_whe
     assert (ended.result["outcome"], ended.result["reason"]) == ("terminated", "deal_limit")
     assert on_a.status == "active"  # a plays on: its limit is the default
     assert [(e["deals"], e["limit"]) for e in logs if e["event"] == "match_deal_limit"] == [(1, 1)]
+    assert [(e["outcome"], e["reason"], e["seq"]) for e in logs if e["event"] == "match_ended"] \
+        == [("terminated", "deal_limit", 4)]
     assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
 
 
