@@ -973,11 +973,15 @@ def test_an_end_whose_answer_was_lost_is_read_back(landed, unreadable):
 
     summary, error, live, stored, events, logs = run(go())
     found = [e for e in logs if e["event"] == "match_end_found_in_store"]
+    failed = [(e["operation"], e["error"], e["error_type"]) for e in logs if e["event"] == "store_write_failed"]
     if landed and not unreadable:
         assert error is None and summary.status == live == stored == "terminated"
         assert events == ["match_ended"] and len(found) == 1
+        assert [e["status"] for e in found] == ["terminated"] and failed == []
     else:
         assert error is not None and error.reason == "STORE_UNAVAILABLE" and not found
+        # docs/operations.md: the write that failed, named by its operation
+        assert failed == [("set_status", "connection lost at the commit", "StoreError")]
         assert live == "active" and stored == ("terminated" if landed else "active")
         assert "match_ended" not in events
 
