@@ -1027,6 +1027,50 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 
+def test_a_refused_append_whose_catch_up_cannot_read_the_log_is_unavailable_and_caught_up_on_retry():
+    """The stale writer's append is refused (the other writer's action holds that seq) and
+    reading the log back fails too: the request is UNAVAILABLE / STORE_UNAVAILABLE (retry),
+    logged ``log_conflict`` then ``store_write_failed`` naming the ``catch_up`` that failed
+    (docs/operations.md); nothing was folded in, and the retry catches up and is ABORTED /
+    STALE_SEQUENCE at the other writer's seq."""
+    from engine_service.sessions.api import SessionError, StaleSequence
+    from structlog.testing import capture_logs
+
+    class FailingReads(MemoryStore):
+        reads_failing = 0
+
+        async def load_match(self, match_id):
+            if self.reads_failing:
+                self.reads_failing -= 1
+                raise StoreError("the database is unreachable")
+            return await super().load_match(match_id)
+
+    store = FailingReads()
+
+    async def go():
+        a, b, match_id, pa, pb = await two_writers(store)
+        await passes(a, match_id, pa, 1)
+        seat = b._matches[match_id].state.to_act()
+        store.reads_failing = 1
+        with pytest.raises(SessionError) as failed:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        seq_then = b._matches[match_id].seq
+        with pytest.raises(StaleSequence) as stale:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        await b.close()
+        await a.close()
+        return failed.value, seq_then, stale.value
+
+    with capture_logs() as logs:
+        failed, seq_then, stale = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert seq_then == 0 and stale.metadata["seq"] == "1"
+    said = [(e["event"], e.get("operation"), e.get("error")) for e in logs
+            if e["event"] in ("log_conflict", "store_write_failed", "log_caught_up")]
+    assert said == [("log_conflict", None, None), ("store_write_failed", "catch_up", "the database is unreachable"),
+                    ("log_conflict", None, None), ("log_caught_up", None, None)]
+
+
 def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writers_match():
     """The stale writer of two on one store catches up with the other's actions when its
     append is refused (MatchWriter.apply); when they reached ``max_match_deals`` its match
