@@ -1434,6 +1434,34 @@ def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch)
         ("match_create_check_failed", "engine_service.sessions"), ("match_create_abandoned", "engine_service.sessions")]
 
 
+def test_the_writers_store_failures_are_logged_under_the_sessions_logger():
+    """The match writer's own lines for a failed write (``store_write_failed``, written by its
+    module's logger, not the match's) are under ``engine_service.sessions`` too
+    (docs/operations.md, Logs: each line's ``logger``), as the action's ``log_caught_up`` and
+    ``action_not_in_store`` of the same match are."""
+    import json
+
+    from .helpers import configured_logging
+
+    store = FailingAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.fail_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+
+    with configured_logging("json", "info") as stream:
+        run(go())
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    said = [(line["event"], line["logger"]) for line in lines
+            if line["event"] in ("store_write_failed", "action_not_in_store")]
+    assert said == [("store_write_failed", "engine_service.sessions"), ("action_not_in_store", "engine_service.sessions")]
+
+
 def test_a_read_back_that_fails_once_the_drain_has_begun_ends_its_series_unlogged(monkeypatch):
     """The drain waits for a retry series' attempt under way (an accepted write); when that
     attempt fails, the series ends there (Seating._retry_until_done): no failure logged, no
