@@ -1028,11 +1028,12 @@ def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
     assert (ended.reason, refused.reason) == ("STORE_UNAVAILABLE", "STORE_UNAVAILABLE")
     assert appended == seq  # the refused action was not written
     names = [e["event"] for e in logs]
-    assert names.count("match_end_in_doubt") == 1
+    assert [e["status"] for e in logs if e["event"] == "match_end_in_doubt"] == ["terminated"]
     if landed:
         assert live == stored.record.status == "terminated"
         assert isinstance(result, SessionError) and result.reason == "MATCH_NOT_ACTIVE"
         assert events == ["match_ended"] and names.count("match_end_found_in_store") == 1
+        assert [e["status"] for e in logs if e["event"] == "match_end_found_in_store"] == ["terminated"]
         assert len(stored.actions) == seq
     else:
         assert live == "active" and stored.record.status == "active"
@@ -2302,11 +2303,14 @@ def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
             await spectator.close()
             return retry, spectator.events
 
-    retry, events = run(go())
+    with capture_logs() as logs:
+        retry, events = run(go())
     assert retry.duplicate and retry.view.status == "finished"
     last, ended = events[-2:]
     assert last.kind == "action" and last.seq == retry.seq and ended.kind == "match_ended"
     assert last.view.status == "finished" and last.view.deadline is None
+    # logged as a match played to its end (docs/operations.md, match_ended)
+    assert [(e["outcome"], e["seq"]) for e in logs if e["event"] == "match_ended"] == [("completed", retry.seq)]
 
 
 def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_match():
