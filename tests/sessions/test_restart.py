@@ -1148,7 +1148,7 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     # four actions, each logged as found in the database
     conflicts = [(e["seq"], e["error_type"]) for e in logs if e["event"] == "log_conflict"]
     assert conflicts == [(1, "SequenceConflict")]
-    assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
+    assert [(e["seq"], e["actions"]) for e in logs if e["event"] == "log_caught_up"] == [(4, 4)]
     applied = [e.get("found_in_store", False) for e in logs if e["event"] == "action_applied"]
     assert applied == [False] * 4 + [True] * 4
     assert on_a.status == "active"  # a plays on: its limit is the default
@@ -1212,7 +1212,7 @@ def test_a_stale_writer_whose_append_failed_ends_its_match_at_its_deal_limit_whe
     assert [(e["deals"], e["limit"]) for e in logs if e["event"] == "match_deal_limit"] == [(1, 1)]
     assert [(e["outcome"], e["reason"], e["seq"]) for e in logs if e["event"] == "match_ended"] \
         == [("terminated", "deal_limit", 4)]
-    assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
+    assert [(e["seq"], e["actions"]) for e in logs if e["event"] == "log_caught_up"] == [(4, 4)]
 
 
 def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
