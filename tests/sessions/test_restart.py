@@ -1777,6 +1777,8 @@ def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_cal
     assert said not in str(error)
     failed = [e for e in logs if e["event"] == "match_load_failed"]
     assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
+    # docs/operations.md: named by its refused record (seq, seat, the stored action)
+    assert failed[0]["error"].startswith(f"the stored action at seq 1 (seat {seat}, 'play:AS') is refused: ")
     assert said not in repr(logs)
 
 
