@@ -1461,6 +1461,8 @@ def test_the_writers_store_failures_are_logged_under_the_sessions_logger():
     said = [(line["event"], line["logger"]) for line in lines
             if line["event"] in ("store_write_failed", "action_not_in_store")]
     assert said == [("store_write_failed", "engine_service.sessions"), ("action_not_in_store", "engine_service.sessions")]
+    assert [(line["operation"], line["error"], line["error_type"]) for line in lines
+            if line["event"] == "store_write_failed"] == [("append_action", "the database is unreachable", "StoreError")]
 
 
 def test_a_read_back_that_fails_once_the_drain_has_begun_ends_its_series_unlogged(monkeypatch):
@@ -1821,6 +1823,8 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
     # the end as the memory has it: its time and every deal's commitment (the reveal opens them)
     assert stored.ended_at == ended_at and stored.deal_commitments == commitments and commitments
     assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
+    assert [(e["match_id"], e["error"]) for e in logs if e["event"] == "store_status_failed"] \
+        == [(stored.match_id, "the database is unreachable")]
     assert names.count("match_status_written") == 1
 
 
