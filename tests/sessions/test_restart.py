@@ -1770,13 +1770,14 @@ def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_cal
                 # the seat's own move conflicts with the stored seq 1: the log is caught up
                 await a.submit_action(s.match_id, a.authenticate(s.match_id, tokens[seat]), "pass", None)
         await a.close()
-        return info.value, said, logs, seat
+        return info.value, said, logs, seat, s.match_id
 
-    error, said, logs, seat = run(go())
+    error, said, logs, seat, match_id = run(go())
     assert type(error) is SessionError and error.reason == "MATCH_CORRUPT", error
     assert said not in str(error)
     failed = [e for e in logs if e["event"] == "match_load_failed"]
     assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
+    assert failed[0]["match_id"] == match_id
     # docs/operations.md: named by its refused record (seq, seat, the stored action)
     assert failed[0]["error"].startswith(f"the stored action at seq 1 (seat {seat}, 'play:AS') is refused: ")
     assert said not in repr(logs)
