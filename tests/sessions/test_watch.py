@@ -56,6 +56,31 @@ def test_resume_loses_and_duplicates_nothing(game_id):
     assert continuous[-1].kind == "match_ended" and pieces[-1][-1].kind == "match_ended"
 
 
+def test_a_players_action_has_no_reason_and_a_presence_event_no_action_nor_actor():
+    """docs/api.md, events: an action the seat's player sent is ``by`` the player with an
+    empty ``reason`` (a reason is for a move the server made); an event that is no action (a
+    presence change) carries no action and no ``by`` (``WatchMatchResponse.action`` unset,
+    ``by`` unspecified), its ``reason`` the change."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq)
+            player = Stream(mgr, match_id, ps[0])
+            await until(lambda: any(e.kind == "presence" for e in spectator.events))
+            await player.close()
+            await spectator.close()
+            return seat, spectator.events
+
+    seat, events = run(go())
+    [action] = [e for e in events if e.kind == "action"]
+    assert (action.seat, action.by, action.reason) == (seat, "player", "")
+    presence = [e for e in events if e.kind == "presence"][0]
+    assert (presence.seat, presence.action, presence.by, presence.reason) == (0, "", "", "connected")
+
+
 def test_late_spectator_gets_a_snapshot_then_live_events():
     async def go():
         async with manager(config(snapshot_threshold=5)) as mgr:
