@@ -80,9 +80,10 @@ def test_domain_events_carry_their_fields_and_nothing_secret():
                 for st in streams:
                     await st.close()
                 state = mgr.state_of(s.match_id)
-                return logs, tokens, s.match_id, [public_or_none(r, state) for r in state.deal_results()]
+                return (logs, tokens, s.match_id, [public_or_none(r, state) for r in state.deal_results()],
+                        state.result())
 
-    logs, tokens, match_id, results = run(go())
+    logs, tokens, match_id, results, final = run(go())
     by_event: dict[str, list[dict]] = {}
     for entry in logs:
         by_event.setdefault(entry["event"], []).append(entry)
@@ -95,6 +96,11 @@ def test_domain_events_carry_their_fields_and_nothing_secret():
     assert len(by_event["action_applied"]) == by_event["match_ended"][0]["seq"]
     # one deal_scored line per deal, in order, with that deal's public result (JJK-7.1, JJK-7.2)
     assert [(e["deal"], e["result"]) for e in by_event["deal_scored"]] == list(enumerate(results))
+    # a match played to its end: outcome ``completed``, the rules' winners and totals, which the
+    # last deal_scored line gave already (each gives the running totals after its deal)
+    (ended,) = by_event["match_ended"]
+    assert (ended["outcome"], ended["winners"], ended["totals"]) == ("completed", final["winners"], final["totals"])
+    assert by_event["deal_scored"][-1]["totals"] == final["totals"]
     assert {e["change"] for e in by_event["presence_changed"]} >= {"joined", "connected", "disconnected"}
     text = json.dumps(logs, default=str)
     for token in tokens:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 import pytest
+from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
@@ -450,8 +451,12 @@ def test_both_windows_expiring_at_one_instant_abandon_the_match(game_id, monkeyp
         await step(t, t.advance, 30)
         return (await t.mgr.get_match(t.match_id)).result
 
-    result = scenario(game_id, monkeypatch, body, turn=10, grace=30)
+    with capture_logs() as logs:
+        result = scenario(game_id, monkeypatch, body, turn=10, grace=30)
     assert result["outcome"] == "abandoned" and result["winners"] == [] and sorted(result["absent"]) == [0, 1]
+    # docs/operations.md: the ``match_ended`` line names the seats both away (``absent``)
+    ended = [(e["outcome"], e["winners"], sorted(e["absent"])) for e in logs if e["event"] == "match_ended"]
+    assert ended == [("abandoned", [], [0, 1])]
 
 
 @pytest.mark.parametrize("game_id", GAMES)

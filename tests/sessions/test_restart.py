@@ -1027,6 +1027,50 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 
+def test_a_refused_append_whose_catch_up_cannot_read_the_log_is_unavailable_and_caught_up_on_retry():
+    """The stale writer's append is refused (the other writer's action holds that seq) and
+    reading the log back fails too: the request is UNAVAILABLE / STORE_UNAVAILABLE (retry),
+    logged ``log_conflict`` then ``store_write_failed`` naming the ``catch_up`` that failed
+    (docs/operations.md); nothing was folded in, and the retry catches up and is ABORTED /
+    STALE_SEQUENCE at the other writer's seq."""
+    from engine_service.sessions.api import SessionError, StaleSequence
+    from structlog.testing import capture_logs
+
+    class FailingReads(MemoryStore):
+        reads_failing = 0
+
+        async def load_match(self, match_id):
+            if self.reads_failing:
+                self.reads_failing -= 1
+                raise StoreError("the database is unreachable")
+            return await super().load_match(match_id)
+
+    store = FailingReads()
+
+    async def go():
+        a, b, match_id, pa, pb = await two_writers(store)
+        await passes(a, match_id, pa, 1)
+        seat = b._matches[match_id].state.to_act()
+        store.reads_failing = 1
+        with pytest.raises(SessionError) as failed:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        seq_then = b._matches[match_id].seq
+        with pytest.raises(StaleSequence) as stale:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        await b.close()
+        await a.close()
+        return failed.value, seq_then, stale.value
+
+    with capture_logs() as logs:
+        failed, seq_then, stale = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert seq_then == 0 and stale.metadata["seq"] == "1"
+    said = [(e["event"], e.get("operation"), e.get("error")) for e in logs
+            if e["event"] in ("log_conflict", "store_write_failed", "log_caught_up")]
+    assert said == [("log_conflict", None, None), ("store_write_failed", "catch_up", "the database is unreachable"),
+                    ("log_conflict", None, None), ("log_caught_up", None, None)]
+
+
 def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writers_match():
     """The stale writer of two on one store catches up with the other's actions when its
     append is refused (MatchWriter.apply); when they reached ``max_match_deals`` its match
@@ -1104,7 +1148,7 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     # four actions, each logged as found in the database
     conflicts = [(e["seq"], e["error_type"]) for e in logs if e["event"] == "log_conflict"]
     assert conflicts == [(1, "SequenceConflict")]
-    assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
+    assert [(e["seq"], e["actions"]) for e in logs if e["event"] == "log_caught_up"] == [(4, 4)]
     applied = [e.get("found_in_store", False) for e in logs if e["event"] == "action_applied"]
     assert applied == [False] * 4 + [True] * 4
     assert on_a.status == "active"  # a plays on: its limit is the default
@@ -1113,6 +1157,62 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     assert stored.status == "terminated"
     # the deal a dealt past b's limit is not b's (its commitment is not named): b played one
     assert len(caught_up.deal_commitments) == 1 and len(on_a.deal_commitments) == 2
+
+
+def test_a_stale_writer_whose_append_failed_ends_its_match_at_its_deal_limit_when_it_reads_the_log_back(
+        monkeypatch):
+    """The stale writer, limited to one deal, has its append answered with an error (written
+    nothing) while the other writer, with no such limit, threw the first deal in (KL-3.5) and
+    dealt the next, writing no end. Its log in doubt, the stale writer reads it back before its
+    next write (MatchWriter.settle_log): the four actions found reached its limit, so it ends
+    its match there (terminated, ``deal_limit``, written to the store; ``match_deal_limit``),
+    as after a refused append, and the next action is MATCH_NOT_ACTIVE. Without that end the
+    match stayed active at a deal it will never deal. No background read-back here: the next
+    request's is the one."""
+    from engine_service.sessions import seating as seating_module
+    from engine_service.sessions.api import SessionError
+    from structlog.testing import capture_logs
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)
+
+    class FailsNextAppend(MemoryStore):
+        fail_next = False
+
+        async def append_action(self, match_id, action, decks=(), end=None):
+            if self.fail_next:
+                self.fail_next = False
+                raise StoreError("the database is unreachable")
+            return await super().append_action(match_id, action, decks, end)
+
+    store = FailsNextAppend()
+
+    async def go():
+        a, b, match_id, pa, pb = await two_writers(store, stale={"max_match_deals": 1})
+        await passes(a, match_id, pa, 4)
+        seat = b._matches[match_id].state.to_act()
+        store.fail_next = True
+        with pytest.raises(SessionError) as failed:
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        with pytest.raises(SessionError) as refused:  # reads the log back first
+            await b.submit_action(match_id, pb[seat], "pass", None)
+        ended = await b.get_match(match_id)
+        stored = (await store.load_match(match_id)).record
+        on_a = await a.get_match(match_id)
+        await b.close()
+        await a.close()
+        return failed.value, refused.value, ended, stored, on_a
+
+    with capture_logs() as logs:
+        failed, refused, ended, stored, on_a = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert refused.reason == "MATCH_NOT_ACTIVE"
+    assert ended.seq == 4 and ended.status == stored.status == "terminated", ended
+    assert (ended.result["outcome"], ended.result["reason"]) == ("terminated", "deal_limit")
+    assert on_a.status == "active"  # a plays on: its limit is the default
+    assert [(e["deals"], e["limit"]) for e in logs if e["event"] == "match_deal_limit"] == [(1, 1)]
+    assert [(e["outcome"], e["reason"], e["seq"]) for e in logs if e["event"] == "match_ended"] \
+        == [("terminated", "deal_limit", 4)]
+    assert [(e["seq"], e["actions"]) for e in logs if e["event"] == "log_caught_up"] == [(4, 4)]
 
 
 def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
@@ -1670,13 +1770,16 @@ def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_cal
                 # the seat's own move conflicts with the stored seq 1: the log is caught up
                 await a.submit_action(s.match_id, a.authenticate(s.match_id, tokens[seat]), "pass", None)
         await a.close()
-        return info.value, said, logs, seat
+        return info.value, said, logs, seat, s.match_id
 
-    error, said, logs, seat = run(go())
+    error, said, logs, seat, match_id = run(go())
     assert type(error) is SessionError and error.reason == "MATCH_CORRUPT", error
     assert said not in str(error)
     failed = [e for e in logs if e["event"] == "match_load_failed"]
     assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
+    assert failed[0]["match_id"] == match_id
+    # docs/operations.md: named by its refused record (seq, seat, the stored action)
+    assert failed[0]["error"].startswith(f"the stored action at seq 1 (seat {seat}, 'play:AS') is refused: ")
     assert said not in repr(logs)
 
 

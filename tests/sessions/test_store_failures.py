@@ -121,8 +121,8 @@ def test_an_action_whose_write_failed_unwritten_is_settled_as_not_in_store_and_p
     first, res, stored, logs = run(go())
     assert first.code == "UNAVAILABLE"
     assert not res.duplicate and res.seq == 1 and [a.seq for a in stored.actions] == [1]
-    settled = [e["event"] for e in logs if e["event"] in ("action_not_in_store", "log_caught_up")]
-    assert settled == ["action_not_in_store"]
+    settled = [(e["event"], e["seq"]) for e in logs if e["event"] in ("action_not_in_store", "log_caught_up")]
+    assert settled == [("action_not_in_store", 0)]  # the match's seq: the action is not there
 
 
 def test_a_store_outage_on_reads_is_unavailable_not_internal():
@@ -973,11 +973,15 @@ def test_an_end_whose_answer_was_lost_is_read_back(landed, unreadable):
 
     summary, error, live, stored, events, logs = run(go())
     found = [e for e in logs if e["event"] == "match_end_found_in_store"]
+    failed = [(e["operation"], e["error"], e["error_type"]) for e in logs if e["event"] == "store_write_failed"]
     if landed and not unreadable:
         assert error is None and summary.status == live == stored == "terminated"
         assert events == ["match_ended"] and len(found) == 1
+        assert [e["status"] for e in found] == ["terminated"] and failed == []
     else:
         assert error is not None and error.reason == "STORE_UNAVAILABLE" and not found
+        # docs/operations.md: the write that failed, named by its operation
+        assert failed == [("set_status", "connection lost at the commit", "StoreError")]
         assert live == "active" and stored == ("terminated" if landed else "active")
         assert "match_ended" not in events
 
@@ -1024,11 +1028,12 @@ def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
     assert (ended.reason, refused.reason) == ("STORE_UNAVAILABLE", "STORE_UNAVAILABLE")
     assert appended == seq  # the refused action was not written
     names = [e["event"] for e in logs]
-    assert names.count("match_end_in_doubt") == 1
+    assert [e["status"] for e in logs if e["event"] == "match_end_in_doubt"] == ["terminated"]
     if landed:
         assert live == stored.record.status == "terminated"
         assert isinstance(result, SessionError) and result.reason == "MATCH_NOT_ACTIVE"
         assert events == ["match_ended"] and names.count("match_end_found_in_store") == 1
+        assert [e["status"] for e in logs if e["event"] == "match_end_found_in_store"] == ["terminated"]
         assert len(stored.actions) == seq
     else:
         assert live == "active" and stored.record.status == "active"
@@ -1108,6 +1113,11 @@ def test_a_settlement_series_says_which_write_it_settles_while_the_store_fails(m
     delays = [e["retry_in_s"] for e in failing]
     assert len(delays) >= 2 and delays == [2.0 ** k for k in range(len(delays))]
     assert all(e["match_id"] == match_id and e["error"] for e in failing)
+    # each failed read-back is a ``store_read_failed`` naming what it settles (docs/operations.md)
+    reads = [(e["operation"], e["match_id"], e["error"], e["error_type"]) for e in logs
+             if e["event"] == "store_read_failed"]
+    operation = "settle_log" if in_doubt == "action" else "settle_end"
+    assert reads == [(operation, match_id, "the database is unreachable", "StoreError")] * len(delays)
     other = ({"action_settle_failed", "match_end_settle_failed"} - {failure}).pop()
     assert other not in events and "session_task_failed" not in events and settling == {}
     if in_doubt == "action":
@@ -1423,6 +1433,36 @@ def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch)
         lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [(line["event"], line["logger"]) for line in lines if line["event"].startswith("match_create")] == [
         ("match_create_check_failed", "engine_service.sessions"), ("match_create_abandoned", "engine_service.sessions")]
+
+
+def test_the_writers_store_failures_are_logged_under_the_sessions_logger():
+    """The match writer's own lines for a failed write (``store_write_failed``, written by its
+    module's logger, not the match's) are under ``engine_service.sessions`` too
+    (docs/operations.md, Logs: each line's ``logger``), as the action's ``log_caught_up`` and
+    ``action_not_in_store`` of the same match are."""
+    import json
+
+    from .helpers import configured_logging
+
+    store = FailingAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.fail_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+
+    with configured_logging("json", "info") as stream:
+        run(go())
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    said = [(line["event"], line["logger"]) for line in lines
+            if line["event"] in ("store_write_failed", "action_not_in_store")]
+    assert said == [("store_write_failed", "engine_service.sessions"), ("action_not_in_store", "engine_service.sessions")]
+    assert [(line["operation"], line["error"], line["error_type"]) for line in lines
+            if line["event"] == "store_write_failed"] == [("append_action", "the database is unreachable", "StoreError")]
 
 
 def test_a_read_back_that_fails_once_the_drain_has_begun_ends_its_series_unlogged(monkeypatch):
@@ -1783,6 +1823,8 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
     # the end as the memory has it: its time and every deal's commitment (the reveal opens them)
     assert stored.ended_at == ended_at and stored.deal_commitments == commitments and commitments
     assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
+    assert [(e["match_id"], e["error"]) for e in logs if e["event"] == "store_status_failed"] \
+        == [(stored.match_id, "the database is unreachable")]
     assert names.count("match_status_written") == 1
 
 
@@ -2265,11 +2307,14 @@ def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
             await spectator.close()
             return retry, spectator.events
 
-    retry, events = run(go())
+    with capture_logs() as logs:
+        retry, events = run(go())
     assert retry.duplicate and retry.view.status == "finished"
     last, ended = events[-2:]
     assert last.kind == "action" and last.seq == retry.seq and ended.kind == "match_ended"
     assert last.view.status == "finished" and last.view.deadline is None
+    # logged as a match played to its end (docs/operations.md, match_ended)
+    assert [(e["outcome"], e["seq"]) for e in logs if e["event"] == "match_ended"] == [("completed", retry.seq)]
 
 
 def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_match():

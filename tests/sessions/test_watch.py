@@ -56,6 +56,31 @@ def test_resume_loses_and_duplicates_nothing(game_id):
     assert continuous[-1].kind == "match_ended" and pieces[-1][-1].kind == "match_ended"
 
 
+def test_a_players_action_has_no_reason_and_a_presence_event_no_action_nor_actor():
+    """docs/api.md, events: an action the seat's player sent is ``by`` the player with an
+    empty ``reason`` (a reason is for a move the server made); an event that is no action (a
+    presence change) carries no action and no ``by`` (``WatchMatchResponse.action`` unset,
+    ``by`` unspecified), its ``reason`` the change."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq)
+            player = Stream(mgr, match_id, ps[0])
+            await until(lambda: any(e.kind == "presence" for e in spectator.events))
+            await player.close()
+            await spectator.close()
+            return seat, spectator.events
+
+    seat, events = run(go())
+    [action] = [e for e in events if e.kind == "action"]
+    assert (action.seat, action.by, action.reason) == (seat, "player", "")
+    presence = [e for e in events if e.kind == "presence"][0]
+    assert (presence.seat, presence.action, presence.by, presence.reason) == (0, "", "", "connected")
+
+
 def test_late_spectator_gets_a_snapshot_then_live_events():
     async def go():
         async with manager(config(snapshot_threshold=5)) as mgr:
@@ -919,6 +944,34 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     spectators, first, after = run(go())
     assert spectators == 0 and after == 0
     assert [e.kind for e in first] == ["snapshot"]
+
+
+def test_a_delayed_spectator_stream_overflowed_by_a_released_action_frees_its_slot():
+    """A match with ``spectator_delay_actions``: its spectators get each action when the delay
+    releases it (MatchWriter.release_to_spectators), not with the action's own publication,
+    which skips them. A stalled spectator stream that such a release overflows is handed to
+    ``overflowed`` on the loop's next turn like any other (docs/operations.md,
+    ``watch_overflow``): logged as a spectator's, and its place under the spectator limit
+    given back at once, not when its generator closes: the next spectator gets in."""
+    async def go():
+        with capture_logs_with_context() as logs:
+            async with manager(config(watcher_queue_size=3, max_watchers_per_match=1)) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2)
+                m = mgr._matches[match_id]
+                spectator = Principal("spectator", match_id)
+                stalled, w = await _stall(mgr, match_id, spectator)
+                seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(8))
+                for _ in range(3):  # the handler runs on the loop's next turn
+                    await asyncio.sleep(0)
+                state = dict(counted=w.counted, spectators=mgr._streams.spectators, seen=m.spectators_seen)
+                first = await collect(mgr.watch(match_id, spectator, -1), until=lambda e: True)
+                await stalled.aclose()
+        return seq, state, first, logs
+
+    seq, state, first, logs = run(go())
+    assert state == dict(counted=False, spectators=0, seen=seq - 2), state
+    assert [e.kind for e in first] == ["snapshot"] and first[0].seq == seq - 2
+    assert [(e["audience"], e["seat"]) for e in logs if e["event"] == "watch_overflow"] == [("spectator", None)]
 
 
 def test_a_seat_and_a_spectator_stream_overflowed_by_one_event_both_stop_counting():
