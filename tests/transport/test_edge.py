@@ -1188,3 +1188,6 @@ def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
     assert "rpc_internal_error" in text and "the stored log does not replay" in text
     assert "_principal" in text  # the traceback is there, with its frames
     assert secret not in text
+    if fmt == "json":  # docs/operations.md, Logs: the API's handlers write as cardgames.transport
+        line = next(json.loads(x) for x in text.splitlines() if '"rpc_internal_error"' in x)
+        assert (line["logger"], line["level"]) == ("cardgames.transport", "error")
