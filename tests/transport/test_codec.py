@@ -4,6 +4,7 @@ options and the request checks, without a server."""
 from __future__ import annotations
 
 import pytest
+from google.protobuf import struct_pb2
 
 from engine_service.rules.cards import CODES
 from engine_service.rules.options import BOOL, ENUM, INT, OptionSpec
@@ -74,9 +75,11 @@ def _fields(notation: str) -> dict:
     # a verb added by a table option (NOTATION 2.3)
     ("schmeiss", {"kind": c.ACTION_KIND_OTHER, "verb": "schmeiss", "args": []}),
     ("declare:seq3", {"kind": c.ACTION_KIND_OTHER, "verb": "declare", "args": ["seq3"]}),
-    # ... or an argument: it stays in args, the card still parsed
+    # ... or an argument: it stays in args, the card or the suit still parsed
     ("play:AS:schmeiss", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["AS", "schmeiss"],
                           "card": ("AS", c.SUIT_SPADES, c.RANK_ACE)}),
+    ("name:S:schmeiss", {"kind": c.ACTION_KIND_NAME, "verb": "name", "args": ["S", "schmeiss"],
+                         "suit": c.SUIT_SPADES}),
 ])
 def test_notation_parses_into_structured_fields(notation, expected):
     assert _fields(notation) == expected
@@ -196,24 +199,28 @@ def _bad_duration(seconds: int, nanos: int) -> pb.CreateMatchRequest:
     return req
 
 
-@pytest.mark.parametrize("req, reason, field", [
-    (pb.CreateMatchRequest(), "MISSING_FIELD", "game"),  # card_games.proto: an empty game
+@pytest.mark.parametrize("req, reason, field, says", [
+    (pb.CreateMatchRequest(), "MISSING_FIELD", "game", "game is required"),  # card_games.proto: an empty game
     (pb.CreateMatchRequest(game="g", seats=[m.SeatSpec(open=m.OpenSeat()), m.SeatSpec(bot=m.BotSeat())]),
-     "MISSING_FIELD", "seats[1].bot.name"),  # a bot seat without a name
+     "MISSING_FIELD", "seats[1].bot.name", "seat 1: a bot seat needs the bot's name"),  # a bot seat without a name
     (pb.CreateMatchRequest(game="g", seats=[m.SeatSpec(open=m.OpenSeat()), m.SeatSpec(bot=m.BotSeat(name="b" * 129))]),
-     "FIELD_TOO_LONG", "seats[1].bot.name"),
-    (pb.CreateMatchRequest(game="g" * 129), "FIELD_TOO_LONG", "game"),
-    (pb.CreateMatchRequest(game="g", name="n" * 65), "FIELD_TOO_LONG", "name"),
-    (_bad_duration(-1, 0), "BAD_DURATION", "turn_time"),
-    (_bad_duration(1, 1_000_000_000), "BAD_DURATION", "turn_time"),  # nanos is a fraction of a second
-    (_bad_duration(codec.MAX_DURATION_SECONDS + 1, 0), "BAD_DURATION", "turn_time"),
+     "FIELD_TOO_LONG", "seats[1].bot.name", "seats[1].bot.name is longer than 128 characters"),
+    (pb.CreateMatchRequest(game="g" * 129), "FIELD_TOO_LONG", "game", "game is longer than 128 characters"),
+    (pb.CreateMatchRequest(game="g", name="n" * 65), "FIELD_TOO_LONG", "name", "name is longer than 64 characters"),
+    (_bad_duration(-1, 0), "BAD_DURATION", "turn_time", "turn_time must not be negative"),
+    (_bad_duration(1, 1_000_000_000), "BAD_DURATION", "turn_time",  # nanos is a fraction of a second
+     "turn_time.nanos must be 0 to 999999999"),
+    (_bad_duration(codec.MAX_DURATION_SECONDS + 1, 0), "BAD_DURATION", "turn_time",
+     "turn_time is beyond google.protobuf.Duration's range"),
 ])
-def test_create_request_refusals_name_their_field(req, reason, field):
+def test_create_request_refusals_name_their_field(req, reason, field, says):
     """docs/api.md, Errors: MISSING_FIELD, FIELD_TOO_LONG and BAD_DURATION carry the request
-    field in their metadata (``seats[1].bot.name``: the seat's index)."""
+    field in their metadata (``seats[1].bot.name``: the seat's index), and the message says
+    what is wrong with it (a clear error, not only a reason code)."""
     with pytest.raises(api.BadRequest) as info:
         codec.create_request(req)
     assert (info.value.reason, info.value.metadata) == (reason, {"field": field})
+    assert info.value.message.startswith(says), info.value.message
 
 
 def test_request_limits_include_the_limit_itself():
@@ -720,6 +727,17 @@ def test_summary_message_fills_every_field():
     assert going.spectators_allowed is True  # not only the proto default (False) of the field
     assert [codec.status_enum(x) for x in ("active", "finished", "unknown")] == [
         m.MATCH_STATUS_ACTIVE, m.MATCH_STATUS_FINISHED, m.MATCH_STATUS_UNSPECIFIED]
+
+
+def test_an_unknown_seat_kind_is_unspecified():
+    """SeatInfo.kind (match.proto SeatKind) of a kind the codec does not know is
+    SEAT_KIND_UNSPECIFIED, never another kind's value, as for an unknown status or event kind."""
+    assert codec.seat_info_message(api.SeatInfo(0, "other")).kind == m.SEAT_KIND_UNSPECIFIED  # type: ignore[arg-type]
+
+
+def test_no_struct_or_an_empty_one_is_an_empty_struct():
+    """struct_message takes None (no details, no result) as it takes an empty mapping."""
+    assert codec.struct_message(None) == codec.struct_message({}) == struct_pb2.Struct()
 
 
 @pytest.mark.parametrize("seconds, expected", [

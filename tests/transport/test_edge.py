@@ -528,6 +528,9 @@ async def test_a_refused_number_or_name_is_named_in_the_errorinfo():
         # what a caller without a seat token may not do is said, not only that it may not
         missing = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass")))
         assert (missing.code, missing.message) == (grpc.StatusCode.UNAUTHENTICATED, "a seat token is required to act")
+        missing = await expect_error(g.LeaveMatch(pb.LeaveMatchRequest(match_id="m1")))
+        assert (missing.code, missing.message) == (grpc.StatusCode.UNAUTHENTICATED,
+                                                   "a seat token is required to leave or resign")
         empty = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md))
         assert (empty.reason, empty.message) == ("MISSING_FIELD", "action is required")
     assert not [c for c in service.calls if c[0] in ("list_matches", "watch", "submit_action")]
@@ -549,17 +552,18 @@ async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
         assert ("submit_action", api.Principal("seat", "m1", 0), "p" * 64, None, "c" * 128) in service.calls
         assert ("join_match", "m1", None, "n" * 64, "") in service.calls
         over = [
-            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action", 64),
             (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129),
-                            metadata=md), "client_action_id"),
-            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name"),
+                            metadata=md), "client_action_id", 128),
+            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name", 64),
             (srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id="m1", reason="r" * 201),
-                                      metadata=admin), "reason"),
+                                      metadata=admin), "reason", 200),
         ]
-        for call, field in over:
+        for call, field, limit in over:
             err = await expect_error(call)
             assert (err.code, err.metadata.get("field")) == (grpc.StatusCode.INVALID_ARGUMENT, field)
             assert err.reason in ("FIELD_TOO_LONG", "BAD_CLIENT_ACTION_ID")
+            assert err.message == f"{field} is longer than {limit} characters"  # the limit: the client's to know
     assert len([c for c in service.calls if c[0] in ("submit_action", "join_match")]) == 2
 
 
@@ -1184,3 +1188,6 @@ def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
     assert "rpc_internal_error" in text and "the stored log does not replay" in text
     assert "_principal" in text  # the traceback is there, with its frames
     assert secret not in text
+    if fmt == "json":  # docs/operations.md, Logs: the API's handlers write as cardgames.transport
+        line = next(json.loads(x) for x in text.splitlines() if '"rpc_internal_error"' in x)
+        assert (line["logger"], line["level"]) == ("cardgames.transport", "error")

@@ -178,6 +178,17 @@ async def test_every_refusal_changes_nothing():
 
 
 @run
+async def test_the_answer_names_the_seat_whose_token_was_reissued():
+    """admin.proto ReissueSeatTokenResponse.seat: the seat, for every seat (seat 0 is also the
+    field's default, so the other seat is asked first)."""
+    async with served() as (mgr, srv):
+        match_id, _ = await create_open_match(srv.games, "klaberjass")
+        for seat in (1, 0):
+            reply = await reissue(srv, match_id, seat)
+            assert reply.seat == seat and (await view_of(srv, match_id, reply.seat_token)).seat == seat
+
+
+@run
 async def test_the_new_token_survives_a_restart_and_the_old_one_does_not():
     import tempfile
 

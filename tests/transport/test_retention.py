@@ -78,3 +78,26 @@ async def test_a_pruned_match_is_not_found_by_anyone():
     assert [m.match_id for m in listed.matches] == [live] and list(ended.matches) == []
     assert view.view.seat == 0
     assert (wrong.code, wrong.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")
+
+
+@run
+async def test_another_matchs_seat_token_on_an_id_that_names_no_match_is_not_found():
+    """docs/api.md, Errors: NOT_FOUND / MATCH_NOT_FOUND "whatever seat token the call carries
+    (one this match issued before it was deleted, or another match's)": another match's token
+    on an id never created or pruned is not PERMISSION_DENIED / WRONG_MATCH, which it stays on
+    a match that exists."""
+    async with served() as (mgr, srv):
+        games = srv.games
+        pruned, _ = await ended_match(games)
+        assert (await mgr.prune_finished(ended_before=time.time() + 1)).matches == 1
+        live = (await games.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))).match.match_id
+        token = (await games.JoinMatch(pb.JoinMatchRequest(match_id=live))).seat_token
+        other = (await games.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))).match.match_id
+        for match_id in ("no-such-match", pruned):
+            for call in (games.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(token)),
+                         games.SubmitAction(pb.SubmitActionRequest(match_id=match_id, action="pass"),
+                                            metadata=bearer(token))):
+                err = await expect_error(call)
+                assert (err.code, err.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"), match_id
+        err = await expect_error(games.GetView(pb.GetViewRequest(match_id=other), metadata=bearer(token)))
+        assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH")

@@ -442,6 +442,9 @@ async def test_the_lobby_lists_listed_waiting_matches_over_the_api():
         assert (bad_limit.code, bad_limit.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_LIMIT")
         bad_game = await expect_error(s.ListOpenMatches(pb.ListOpenMatchesRequest(game="poker")))
         assert bad_game.code == grpc.StatusCode.INVALID_ARGUMENT
+        # ListBots refuses it as ListOpenMatches does, its message listing the known games alike
+        bad_bots = await expect_error(s.ListBots(pb.ListBotsRequest(game="poker")))
+        assert (bad_bots.code, bad_bots.reason, bad_bots.message) == (bad_game.code, "UNKNOWN_GAME", bad_game.message)
 
 
 @run
