@@ -1599,3 +1599,129 @@ def test_verify_deal_refuses_a_reveal_of_the_wrong_form_even_when_it_opens_its_c
     every_card, c2 = committed_deal(pack, salts, 32)  # nothing hidden: the whole pack shown
     assert cg.verify_deal(every_card, c2, pack=pack) is True
 
+
+
+class _Recorder:
+    """A stub that records each unary call (method, request, timeout, authorization header)
+    and answers the method's response message, filled by ``answers`` (method -> reply), or
+    fails with ``error`` when set."""
+
+    def __init__(self, answers: dict | None = None, error: grpc.RpcError | None = None) -> None:
+        self.answers, self.error, self.calls = answers or {}, error, []
+
+    def __getattr__(self, name):
+        async def call(request, *, timeout=None, metadata=None):
+            self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
+            if self.error is not None:
+                raise self.error
+            return self.answers[name]
+
+        return call
+
+
+class _Refused(grpc.RpcError):
+    """A refusal with a status code and no details (a network failure, a bare status)."""
+
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return "refused"
+
+    def trailing_metadata(self):
+        return ()
+
+
+def test_admin_calls_send_the_admin_token_and_their_match_and_answer_what_admin_proto_says():
+    """Each AdminService call of ``Client.admin`` carries the admin token (a file's newline
+    dropped, as the engine drops it) and the client's timeout, names its match (and seat,
+    reason), and answers what docs/api.md says: TerminateMatch's summary, ReissueSeatToken's
+    seat and new token, ExportTranscript's JSON text; a refusal is a CardGamesError of its
+    status code, sent once (the admin token is never rate limited: nothing to wait out)."""
+    from engine_service.transport.generated import admin_pb2
+
+    summary = match_pb2.MatchSummary(match_id="m3", status=match_pb2.MATCH_STATUS_TERMINATED)
+    answers = {"InspectMatch": admin_pb2.InspectMatchResponse(match=summary),
+               "TerminateMatch": admin_pb2.TerminateMatchResponse(match=summary),
+               "ReissueSeatToken": admin_pb2.ReissueSeatTokenResponse(seat=1, seat_token="new-token", match=summary),
+               "ExportTranscript": admin_pb2.ExportTranscriptResponse(transcript_json='{"game": "jojotte"}')}
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="adm1n\n", timeout_s=7.5)
+        try:
+            admin = client.admin
+            admin.stub = stub = _Recorder(answers)
+            inspected = await admin.inspect("m3")
+            terminated = await admin.terminate("m3", "cheating")
+            reissued = await admin.reissue_seat_token("m3", 1)
+            transcript = await admin.export_transcript("m3")
+            admin.stub = refusing = _Recorder(error=_Refused(grpc.StatusCode.UNAVAILABLE))
+            with pytest.raises(cg.Unavailable):
+                await admin.terminate("m3", "again")
+            return stub.calls, refusing.calls, inspected, terminated, reissued, transcript
+        finally:
+            await client.close()
+
+    calls, refused, inspected, terminated, reissued, transcript = asyncio.run(go())
+    assert [(name, timeout, auth) for name, _, timeout, auth in calls] == [
+        (name, 7.5, "Bearer adm1n") for name in ("InspectMatch", "TerminateMatch", "ReissueSeatToken",
+                                                 "ExportTranscript")]
+    assert [request.match_id for _, request, _, _ in calls] == ["m3"] * 4
+    assert calls[1][1].reason == "cheating" and calls[2][1].seat == 1
+    assert inspected.match == summary and terminated == summary
+    assert (reissued.seat, reissued.seat_token) == (1, "new-token")
+    assert transcript == '{"game": "jojotte"}'
+    assert [name for name, *_ in refused] == ["TerminateMatch"]
+
+
+def test_an_admin_client_without_a_token_sends_no_authorization():
+    """An AdminClient made with no token, or a blank one (an empty file), sends no
+    authorization header rather than ``Bearer `` with nothing after it."""
+    from engine_service.transport.generated import admin_pb2
+
+    async def go():
+        channel = grpc.aio.insecure_channel("127.0.0.1:9")
+        try:
+            seen = []
+            for token in (None, " \n"):
+                admin = cg.AdminClient(channel, token)
+                admin.stub = stub = _Recorder({"ExportTranscript": admin_pb2.ExportTranscriptResponse()})
+                await admin.export_transcript("m1")
+                seen += [(admin.token, admin.timeout_s, auth, timeout) for _, _, timeout, auth in stub.calls]
+            return seen
+        finally:
+            await channel.close()
+
+    assert asyncio.run(go()) == [(None, 10.0, None, 10.0)] * 2
+
+
+def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
+    """``list_bot_load_failures`` answers ListBots' ``load_failures`` (plugin, stage, reason)
+    of a request for every game, repeated after a lost answer as every read is."""
+    failure = cg.card_games_pb2.BotLoadFailure(plugin="broken", stage="import", reason="ImportError")
+
+    class LosesTheFirst(_Recorder):
+        def __getattr__(self, name):
+            async def call(request, *, timeout=None, metadata=None):
+                self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
+                if len(self.calls) == 1:
+                    raise _Refused(grpc.StatusCode.UNAVAILABLE)
+                return cg.card_games_pb2.ListBotsResponse(bots=[match_pb2.BotInfo(name="random")],
+                                                          load_failures=[failure])
+            return call
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = stub = LosesTheFirst()
+            return await client.list_bot_load_failures(), stub.calls
+        finally:
+            await client.close()
+
+    failures, calls = asyncio.run(go())
+    assert failures == [failure]
+    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 2
