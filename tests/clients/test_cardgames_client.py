@@ -1700,7 +1700,8 @@ def test_an_admin_client_without_a_token_sends_no_authorization():
 
 def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
     """``list_bot_load_failures`` answers ListBots' ``load_failures`` (plugin, stage, reason)
-    of a request for every game, repeated after a lost answer as every read is."""
+    of a request for every game, repeated after a lost answer as every read is; ``list_bots()``
+    asks for every game's bots too."""
     failure = cg.card_games_pb2.BotLoadFailure(plugin="broken", stage="import", reason="ImportError")
 
     class LosesTheFirst(_Recorder):
@@ -1718,10 +1719,12 @@ def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
                            retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
         try:
             client.stub = stub = LosesTheFirst()
-            return await client.list_bot_load_failures(), stub.calls
+            failures = await client.list_bot_load_failures()
+            bots = await client.list_bots()
+            return failures, bots, stub.calls
         finally:
             await client.close()
 
-    failures, calls = asyncio.run(go())
-    assert failures == [failure]
-    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 2
+    failures, bots, calls = asyncio.run(go())
+    assert failures == [failure] and [b.name for b in bots] == ["random"]
+    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 3  # list_bots(): every game
