@@ -717,13 +717,18 @@ def test_struct_values_come_back_with_their_whole_numbers_as_ints():
 
 def test_the_server_clock_agrees_with_this_machines_until_a_heartbeat_says_otherwise():
     """ServerClock: before any heartbeat naming ``server_time`` (an older server, or none
-    yet) the clocks are taken to agree; then the largest reading of the offset is kept."""
+    yet; one naming something else than a number says nothing either) the clocks are taken
+    to agree; then the largest reading of the offset is kept."""
     from google.protobuf import struct_pb2
 
     clock = cg.ServerClock()
     assert abs(clock.now() - time.time()) < 0.5 and clock.offset_s is None
     clock.heard(None, 100.0)
     clock.heard(struct_pb2.Struct(), 100.0)  # a heartbeat without server_time says nothing
+    for odd in ("160.0", None, True):  # nor one whose server_time is no number
+        details = struct_pb2.Struct()
+        details.update({"server_time": odd})
+        clock.heard(details, 100.0)
     assert clock.offset_s is None and abs(clock.now() - time.time()) < 0.5
     for server_time, received_at in ((160.0, 100.0), (150.0, 100.0), (250.0, 200.0)):
         details = struct_pb2.Struct()
