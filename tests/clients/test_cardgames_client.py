@@ -1733,3 +1733,24 @@ def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
     failures, bots, calls = asyncio.run(go())
     assert failures == [failure] and [b.name for b in bots] == ["random"]
     assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 3  # list_bots(): every game
+
+
+def test_leave_says_whether_the_seat_resigns_and_answers_the_match():
+    """``leave()`` sends ``resign`` false unless told (in a waiting match it frees the seat),
+    ``leave(resign=True)`` true; each with the seat's token, answering LeaveMatch's summary."""
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = stub = _Recorder({"LeaveMatch": cg.card_games_pb2.LeaveMatchResponse(match=summary)})
+            seat = client.seat_session("m1", 1, "seat-token")
+            answers = [await seat.leave(), await seat.leave(resign=True)]
+            return answers, stub.calls
+        finally:
+            await client.close()
+
+    answers, calls = asyncio.run(go())
+    assert answers == [summary] * 2
+    assert [(name, request.match_id, request.resign, auth) for name, request, _, auth in calls] == [
+        ("LeaveMatch", "m1", False, "Bearer seat-token"), ("LeaveMatch", "m1", True, "Bearer seat-token")]
