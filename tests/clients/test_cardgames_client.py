@@ -1024,6 +1024,11 @@ def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_sna
         # (the gap outgrew the server's threshold) is delivered as it is
         opened, seen, heard = await watched(1, [([], _Dropped()), ([_event(snapshot, 9), _event(ended, 9)], None)])
         assert opened == [1, 1] and seen == [(snapshot, 9), (ended, 9)]
+        # the caller's seq 0, dropped before any event: reopened without it (no view was
+        # delivered and the last seq is 0: the match may have started since, and no action
+        # would replay that)
+        opened, seen, heard = await watched(0, [([], _Dropped()), ([_event(snapshot, 0), _event(ended, 0)], None)])
+        assert opened == [0, None] and seen == [(snapshot, 0), (ended, 0)]
 
     run(scenario(), timeout_s=30)
 
