@@ -268,6 +268,7 @@ def test_a_client_closes_its_channel_when_closed_or_its_block_ends():
 
     run(scenario())
 
+
 class _DropsTheFirstStream(ScriptedService):
     """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
 
