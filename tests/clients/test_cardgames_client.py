@@ -1033,6 +1033,33 @@ def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_sna
     run(scenario(), timeout_s=30)
 
 
+def test_a_seats_watch_sends_its_token_and_a_spectators_none():
+    """A :class:`SeatSession` sends its seat token (``authorization: Bearer ...``) on every
+    call, its watch streams (the reopenings too) included: the stream is the seat's presence
+    and shows its hand; a spectator's carries no authorization."""
+    ended = match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Authorized(_ScriptedStreams):
+        def WatchMatch(self, request, metadata=None):
+            self.auth = getattr(self, "auth", []) + [dict(metadata or ()).get("authorization")]
+            return super().WatchMatch(request, metadata)
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            seen = []
+            for audience in (client.seat_session("m1", 1, "seat-token"), client.spectate("m1")):
+                client.stub = Authorized([([_event(match_pb2.EVENT_KIND_ACTION, 1)], _Dropped()),
+                                          ([_event(ended, 1)], None)])
+                assert [e.seq async for e in audience.watch()] == [1, 1]
+                seen.append(client.stub.auth)
+            return seen
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == [["Bearer seat-token"] * 2, [None, None]]
+
 def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
     """``_pause``: the delay before a reopening is waited in full after a clean end, a refusal
     (RESOURCE_EXHAUSTED) or an UNAVAILABLE on a channel that is connected (the server said
