@@ -1060,6 +1060,35 @@ def test_a_seats_watch_sends_its_token_and_a_spectators_none():
 
     assert run(scenario(), timeout_s=30) == [["Bearer seat-token"] * 2, [None, None]]
 
+def test_every_stream_a_watch_opened_is_cancelled_when_it_is_done_with_it():
+    """Each WatchMatch call the watch leaves is cancelled, so that the server ends it (a
+    seat's open stream counts as its presence): one that dropped, one taken for lost after
+    its silence (docs/api.md: "cancelled and reopened as after a drop") and the last, left
+    at MATCH_ENDED."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Cancellable(_ScriptedStreams):
+        def WatchMatch(self, request, metadata=None):
+            call = super().WatchMatch(request, metadata)
+            index = len(self.opened) - 1
+            self.cancelled = getattr(self, "cancelled", [])
+            call.cancel = lambda: self.cancelled.append(index)
+            return call
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = Cancellable([([_event(action, 1)], _Dropped()), ([_event(action, 2)], SILENT),
+                                       ([_event(ended, 2)], SILENT)])
+            seen = [e.seq async for e in client.spectate("m1").watch(silence_timeout_s=0.1)]
+            return seen, client.stub.opened, client.stub.cancelled
+        finally:
+            await client.close()
+
+    seen, opened, cancelled = run(scenario(), timeout_s=30)
+    assert seen == [1, 2, 2] and opened == [None, 1, 2] and cancelled == [0, 1, 2]
+
 def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
     """``_pause``: the delay before a reopening is waited in full after a clean end, a refusal
     (RESOURCE_EXHAUSTED) or an UNAVAILABLE on a channel that is connected (the server said
