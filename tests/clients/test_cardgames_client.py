@@ -1767,7 +1767,7 @@ def test_an_admin_client_without_a_token_sends_no_authorization():
 def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
     """``list_bot_load_failures`` answers ListBots' ``load_failures`` (plugin, stage, reason)
     of a request for every game, repeated after a lost answer as every read is; ``list_bots()``
-    asks for every game's bots too."""
+    asks for every game's bots too, ``list_bots(game)`` for that game's."""
     failure = cg.card_games_pb2.BotLoadFailure(plugin="broken", stage="import", reason="ImportError")
 
     class LosesTheFirst(_Recorder):
@@ -1787,13 +1787,15 @@ def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
             client.stub = stub = LosesTheFirst()
             failures = await client.list_bot_load_failures()
             bots = await client.list_bots()
+            await client.list_bots("jojotte")
             return failures, bots, stub.calls
         finally:
             await client.close()
 
     failures, bots, calls = asyncio.run(go())
     assert failures == [failure] and [b.name for b in bots] == ["random"]
-    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 3  # list_bots(): every game
+    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 3 + [
+        ("ListBots", "jojotte")]  # list_bots(): every game; list_bots(game): that game's
 
 
 def test_leave_says_whether_the_seat_resigns_and_answers_the_match():
@@ -1815,3 +1817,28 @@ def test_leave_says_whether_the_seat_resigns_and_answers_the_match():
     assert answers == [summary] * 2
     assert [(name, request.match_id, request.resign, auth) for name, request, _, auth in calls] == [
         ("LeaveMatch", "m1", False, "Bearer seat-token"), ("LeaveMatch", "m1", True, "Bearer seat-token")]
+
+
+def test_submit_sends_the_callers_action_id_and_expected_seq_when_given():
+    """``submit``: a ``client_action_id`` given is sent as it is (to repeat an action after the
+    client itself restarted), else each action gets a fresh one; ``expected_seq`` is sent
+    when given (0 included) and left unset otherwise."""
+    reply = cg.card_games_pb2.SubmitActionResponse(seq=5)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = stub = _Recorder({"SubmitAction": reply})
+            seat = client.seat_session("m1", 0, "seat-token")
+            answers = [await seat.submit("play:7S", 4, client_action_id="my-own-action-id"),
+                       await seat.submit("play:8S"), await seat.submit("play:8S", 0)]
+            return answers, [request for _, request, _, _ in stub.calls]
+        finally:
+            await client.close()
+
+    answers, requests = asyncio.run(go())
+    assert answers == [reply] * 3
+    assert [(r.match_id, r.action, r.HasField("expected_seq"), r.expected_seq) for r in requests] == [
+        ("m1", "play:7S", True, 4), ("m1", "play:8S", False, 0), ("m1", "play:8S", True, 0)]
+    ids = [r.client_action_id for r in requests]
+    assert ids[0] == "my-own-action-id" and len(set(ids)) == 3 and all(ids)
