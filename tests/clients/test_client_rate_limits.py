@@ -167,6 +167,10 @@ def test_the_retry_waits_the_engines_delay_and_gives_up_after_the_policys_tries(
         with pytest.raises(cg.ResourceExhausted):
             await cg.SeatSession(_client(stub, max_rate_limit_wait_s=1.0), "m1", 0, "t").view()
         assert len(stub.calls) == 1
+        # a delay of exactly max_rate_limit_wait_s is no longer than it: waited, then served
+        stub = _Scripted([_rate_limited(0.05)], cg.card_games_pb2.GetViewResponse())
+        await cg.SeatSession(_client(stub, max_rate_limit_wait_s=0.05), "m1", 0, "t").view()
+        assert len(stub.calls) == 2 and stub.calls[1][1] - stub.calls[0][1] >= 0.04
         # a full server is no rate limit: not repeated
         stub = _Scripted([_rate_limited(0.01, reason="MAX_MATCHES")], cg.card_games_pb2.CreateMatchResponse())
         with pytest.raises(cg.ResourceExhausted) as full:
