@@ -456,3 +456,29 @@ def test_a_watch_reopening_refused_by_a_rate_limit_waits_its_delay():
                                       (cg.RESUMED, 2, None)]
     assert heard[0][3] <= 0.002 and heard[1][3] >= 0.3
     assert stub.at[2] - stub.at[1] >= 0.29, stub.at
+
+
+def test_between_tries_a_call_waits_its_backoff_or_the_rate_limits_longer_delay(monkeypatch):
+    """``Client.call`` waits the policy's jittered backoff between two tries, and after a rate
+    limit's refusal its RetryInfo delay when that is longer (RetryPolicy's docstring): a lost
+    answer waits the backoff only, and so does a RATE_LIMITED refusal that names no delay."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay, *args):
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(cg.random, "uniform", lambda low, high: high)  # the backoff: its bound
+    lost = _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+
+    async def scenario():
+        monkeypatch.setattr(cg.asyncio, "sleep", sleep)
+        stub = _Scripted([lost, _refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"), _rate_limited(0.25)],
+                         cg.card_games_pb2.GetViewResponse())
+        await cg.SeatSession(_client(stub), "m1", 0, "t").view()
+        monkeypatch.undo()
+        return len(stub.calls)
+
+    assert run(scenario()) == 4
+    assert waits == [0.001, 0.002, 0.25]  # backoffs of 1 ms, 2 ms (the policy's most), then the delay
