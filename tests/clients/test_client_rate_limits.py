@@ -433,7 +433,8 @@ def test_act_decides_only_on_its_turn_and_again_on_each_fresh_view():
 def test_a_watch_reopening_refused_by_a_rate_limit_waits_its_delay():
     """docs/api.md, "Rate limits": a reopening of ``watch`` that was refused waits the
     RetryInfo delay, however short the backoff (here 2 ms at most), and counts as a failed
-    reopening: the ``reconnecting`` it is told has attempt 2 and a delay of at least 0.3 s."""
+    reopening: the ``reconnecting`` it is told has attempt 2 and a delay of at least 0.3 s; a
+    refusal naming no delay waits the backoff."""
     from .test_cardgames_client import _Dropped, _event, _ScriptedStreams
 
     action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
@@ -444,17 +445,19 @@ def test_a_watch_reopening_refused_by_a_rate_limit_waits_its_delay():
             return super().WatchMatch(request, metadata)
 
     async def scenario():
-        stub = Timed([([_event(action, 3)], _Dropped()), ([], _rate_limited(0.3)), ([_event(ended, 3)], None)])
+        stub = Timed([([_event(action, 3)], _Dropped()), ([], _rate_limited(0.3)),
+                      ([], _refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")),  # no delay named
+                      ([_event(ended, 3)], None)])
         heard = []
         seen = [(e.kind, e.seq) async for e in cg.Spectator(_client(stub), "m1", None).watch(
             on_connection=lambda s: heard.append((s.state, s.attempt, s.error and s.error.reason, s.delay_s)))]
         return stub, heard, seen
 
     stub, heard, seen = run(scenario())
-    assert seen == [(action, 3), (ended, 3)] and stub.opened == [None, 3, 3]
+    assert seen == [(action, 3), (ended, 3)] and stub.opened == [None, 3, 3, 3]
     assert [h[:3] for h in heard] == [(cg.RECONNECTING, 1, ""), (cg.RECONNECTING, 2, "RATE_LIMITED"),
-                                      (cg.RESUMED, 2, None)]
-    assert heard[0][3] <= 0.002 and heard[1][3] >= 0.3
+                                      (cg.RECONNECTING, 3, "RATE_LIMITED"), (cg.RESUMED, 3, None)]
+    assert heard[0][3] <= 0.002 and heard[1][3] >= 0.3 and heard[2][3] <= 0.002  # the last: the backoff
     assert stub.at[2] - stub.at[1] >= 0.29, stub.at
 
 
