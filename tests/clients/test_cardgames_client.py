@@ -1842,3 +1842,21 @@ def test_submit_sends_the_callers_action_id_and_expected_seq_when_given():
         ("m1", "play:7S", True, 4), ("m1", "play:8S", False, 0), ("m1", "play:8S", True, 0)]
     ids = [r.client_action_id for r in requests]
     assert ids[0] == "my-own-action-id" and len(set(ids)) == 3 and all(ids)
+
+
+def test_the_librarys_values_are_frozen_and_default_to_nothing_more():
+    """MatchPage, StreamState and RetryPolicy are values: none can be changed once made (the
+    default ``RetryPolicy()`` of :func:`connect` and ``Client`` is one object shared by every
+    client, so a change to one client's policy would change every later client's). A page
+    made without a token is the last ("": no next page); a state made without them names no
+    limit, error or delay (``resumed`` and ``gave_up`` are told no delay)."""
+    import dataclasses
+
+    values = [(cg.MatchPage([]), "next_page_token", "x"), (cg.StreamState(cg.RESUMED, 1), "attempt", 2),
+              (cg.RetryPolicy(), "attempts", 1)]
+    for value, name, other in values:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, other)
+    assert cg.MatchPage([]).next_page_token == ""
+    resumed = cg.StreamState(cg.RESUMED, 1)
+    assert (resumed.max_attempts, resumed.error, resumed.delay_s) == (None, None, 0.0)
