@@ -1233,6 +1233,35 @@ def test_a_heartbeat_naming_no_positive_interval_sets_no_silence_limit():
     run(scenario(), timeout_s=30)
 
 
+def test_a_heartbeat_naming_an_interval_of_zero_sets_no_silence_limit(monkeypatch):
+    """An ``interval_s`` of 0 is not above zero either: each read of the stream after it
+    waits without a limit (3 * 0 + 1 s would have taken a quiet stream for lost after 1 s)."""
+    limits: list = []
+    messages = cg._messages
+
+    def recorded(call, limit_s):
+        return messages(call, lambda: limits.append(limit_s()) or limits[-1])
+
+    monkeypatch.setattr(cg, "_messages", recorded)
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = _ScriptedStreams([([_heartbeat(3, 0), _heartbeat(3, 0)], SILENT)])
+
+            async def follow():
+                async for _ in client.spectate("m1").watch():
+                    pass
+
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(follow(), 0.1)
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+    assert limits == [None, None, None]  # before the first heartbeat, and after each
+
+
 def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals():
     """A stream on which nothing comes, not even a heartbeat, for three of the intervals the
     server names in its heartbeats plus 1 s is reopened as after a drop (UNAVAILABLE,
