@@ -717,13 +717,18 @@ def test_struct_values_come_back_with_their_whole_numbers_as_ints():
 
 def test_the_server_clock_agrees_with_this_machines_until_a_heartbeat_says_otherwise():
     """ServerClock: before any heartbeat naming ``server_time`` (an older server, or none
-    yet) the clocks are taken to agree; then the largest reading of the offset is kept."""
+    yet; one naming something else than a number says nothing either) the clocks are taken
+    to agree; then the largest reading of the offset is kept."""
     from google.protobuf import struct_pb2
 
     clock = cg.ServerClock()
     assert abs(clock.now() - time.time()) < 0.5 and clock.offset_s is None
     clock.heard(None, 100.0)
     clock.heard(struct_pb2.Struct(), 100.0)  # a heartbeat without server_time says nothing
+    for odd in ("160.0", None, True):  # nor one whose server_time is no number
+        details = struct_pb2.Struct()
+        details.update({"server_time": odd})
+        clock.heard(details, 100.0)
     assert clock.offset_s is None and abs(clock.now() - time.time()) < 0.5
     for server_time, received_at in ((160.0, 100.0), (150.0, 100.0), (250.0, 200.0)):
         details = struct_pb2.Struct()
@@ -1019,9 +1024,70 @@ def test_watch_reopens_a_waiting_view_without_after_seq_and_replays_what_its_sna
         # (the gap outgrew the server's threshold) is delivered as it is
         opened, seen, heard = await watched(1, [([], _Dropped()), ([_event(snapshot, 9), _event(ended, 9)], None)])
         assert opened == [1, 1] and seen == [(snapshot, 9), (ended, 9)]
+        # the caller's seq 0, dropped before any event: reopened without it (no view was
+        # delivered and the last seq is 0: the match may have started since, and no action
+        # would replay that)
+        opened, seen, heard = await watched(0, [([], _Dropped()), ([_event(snapshot, 0), _event(ended, 0)], None)])
+        assert opened == [0, None] and seen == [(snapshot, 0), (ended, 0)]
 
     run(scenario(), timeout_s=30)
 
+
+def test_a_seats_watch_sends_its_token_and_a_spectators_none():
+    """A :class:`SeatSession` sends its seat token (``authorization: Bearer ...``) on every
+    call, its watch streams (the reopenings too) included: the stream is the seat's presence
+    and shows its hand; a spectator's carries no authorization."""
+    ended = match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Authorized(_ScriptedStreams):
+        def WatchMatch(self, request, metadata=None):
+            self.auth = getattr(self, "auth", []) + [dict(metadata or ()).get("authorization")]
+            return super().WatchMatch(request, metadata)
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            seen = []
+            for audience in (client.seat_session("m1", 1, "seat-token"), client.spectate("m1")):
+                client.stub = Authorized([([_event(match_pb2.EVENT_KIND_ACTION, 1)], _Dropped()),
+                                          ([_event(ended, 1)], None)])
+                assert [e.seq async for e in audience.watch()] == [1, 1]
+                seen.append(client.stub.auth)
+            return seen
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == [["Bearer seat-token"] * 2, [None, None]]
+
+def test_every_stream_a_watch_opened_is_cancelled_when_it_is_done_with_it():
+    """Each WatchMatch call the watch leaves is cancelled, so that the server ends it (a
+    seat's open stream counts as its presence): one that dropped, one taken for lost after
+    its silence (docs/api.md: "cancelled and reopened as after a drop") and the last, left
+    at MATCH_ENDED."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Cancellable(_ScriptedStreams):
+        def WatchMatch(self, request, metadata=None):
+            call = super().WatchMatch(request, metadata)
+            index = len(self.opened) - 1
+            self.cancelled = getattr(self, "cancelled", [])
+            call.cancel = lambda: self.cancelled.append(index)
+            return call
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = Cancellable([([_event(action, 1)], _Dropped()), ([_event(action, 2)], SILENT),
+                                       ([_event(ended, 2)], SILENT)])
+            seen = [e.seq async for e in client.spectate("m1").watch(silence_timeout_s=0.1)]
+            return seen, client.stub.opened, client.stub.cancelled
+        finally:
+            await client.close()
+
+    seen, opened, cancelled = run(scenario(), timeout_s=30)
+    assert seen == [1, 2, 2] and opened == [None, 1, 2] and cancelled == [0, 1, 2]
 
 def test_a_reopening_waits_its_delay_unless_an_unreachable_engine_comes_back():
     """``_pause``: the delay before a reopening is waited in full after a clean end, a refusal
@@ -1165,6 +1231,35 @@ def test_a_heartbeat_naming_no_positive_interval_sets_no_silence_limit():
             await client.close()
 
     run(scenario(), timeout_s=30)
+
+
+def test_a_heartbeat_naming_an_interval_of_zero_sets_no_silence_limit(monkeypatch):
+    """An ``interval_s`` of 0 is not above zero either: each read of the stream after it
+    waits without a limit (3 * 0 + 1 s would have taken a quiet stream for lost after 1 s)."""
+    limits: list = []
+    messages = cg._messages
+
+    def recorded(call, limit_s):
+        return messages(call, lambda: limits.append(limit_s()) or limits[-1])
+
+    monkeypatch.setattr(cg, "_messages", recorded)
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = _ScriptedStreams([([_heartbeat(3, 0), _heartbeat(3, 0)], SILENT)])
+
+            async def follow():
+                async for _ in client.spectate("m1").watch():
+                    pass
+
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(follow(), 0.1)
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+    assert limits == [None, None, None]  # before the first heartbeat, and after each
 
 
 def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals():
@@ -1599,3 +1694,198 @@ def test_verify_deal_refuses_a_reveal_of_the_wrong_form_even_when_it_opens_its_c
     every_card, c2 = committed_deal(pack, salts, 32)  # nothing hidden: the whole pack shown
     assert cg.verify_deal(every_card, c2, pack=pack) is True
 
+
+
+class _Recorder:
+    """A stub that records each unary call (method, request, timeout, authorization header)
+    and answers the method's response message, filled by ``answers`` (method -> reply), or
+    fails with ``error`` when set."""
+
+    def __init__(self, answers: dict | None = None, error: grpc.RpcError | None = None) -> None:
+        self.answers, self.error, self.calls = answers or {}, error, []
+
+    def __getattr__(self, name):
+        async def call(request, *, timeout=None, metadata=None):
+            self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
+            if self.error is not None:
+                raise self.error
+            return self.answers[name]
+
+        return call
+
+
+class _Refused(grpc.RpcError):
+    """A refusal with a status code and no details (a network failure, a bare status)."""
+
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return "refused"
+
+    def trailing_metadata(self):
+        return ()
+
+
+def test_admin_calls_send_the_admin_token_and_their_match_and_answer_what_admin_proto_says():
+    """Each AdminService call of ``Client.admin`` carries the admin token (a file's newline
+    dropped, as the engine drops it) and the client's timeout, names its match (and seat,
+    reason), and answers what docs/api.md says: TerminateMatch's summary, ReissueSeatToken's
+    seat and new token, ExportTranscript's JSON text; a refusal is a CardGamesError of its
+    status code, sent once (the admin token is never rate limited: nothing to wait out)."""
+    from engine_service.transport.generated import admin_pb2
+
+    summary = match_pb2.MatchSummary(match_id="m3", status=match_pb2.MATCH_STATUS_TERMINATED)
+    answers = {"InspectMatch": admin_pb2.InspectMatchResponse(match=summary),
+               "TerminateMatch": admin_pb2.TerminateMatchResponse(match=summary),
+               "ReissueSeatToken": admin_pb2.ReissueSeatTokenResponse(seat=1, seat_token="new-token", match=summary),
+               "ExportTranscript": admin_pb2.ExportTranscriptResponse(transcript_json='{"game": "jojotte"}')}
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="adm1n\n", timeout_s=7.5)
+        try:
+            admin = client.admin
+            admin.stub = stub = _Recorder(answers)
+            inspected = await admin.inspect("m3")
+            terminated = await admin.terminate("m3", "cheating")
+            reissued = await admin.reissue_seat_token("m3", 1)
+            transcript = await admin.export_transcript("m3")
+            admin.stub = refusing = _Recorder(error=_Refused(grpc.StatusCode.UNAVAILABLE))
+            with pytest.raises(cg.Unavailable):
+                await admin.terminate("m3", "again")
+            return stub.calls, refusing.calls, inspected, terminated, reissued, transcript
+        finally:
+            await client.close()
+
+    calls, refused, inspected, terminated, reissued, transcript = asyncio.run(go())
+    assert [(name, timeout, auth) for name, _, timeout, auth in calls] == [
+        (name, 7.5, "Bearer adm1n") for name in ("InspectMatch", "TerminateMatch", "ReissueSeatToken",
+                                                 "ExportTranscript")]
+    assert [request.match_id for _, request, _, _ in calls] == ["m3"] * 4
+    assert calls[1][1].reason == "cheating" and calls[2][1].seat == 1
+    assert inspected.match == summary and terminated == summary
+    assert (reissued.seat, reissued.seat_token) == (1, "new-token")
+    assert transcript == '{"game": "jojotte"}'
+    assert [name for name, *_ in refused] == ["TerminateMatch"]
+
+
+def test_an_admin_client_without_a_token_sends_no_authorization():
+    """An AdminClient made with no token, or a blank one (an empty file), sends no
+    authorization header rather than ``Bearer `` with nothing after it."""
+    from engine_service.transport.generated import admin_pb2
+
+    async def go():
+        channel = grpc.aio.insecure_channel("127.0.0.1:9")
+        try:
+            seen = []
+            for token in (None, " \n"):
+                admin = cg.AdminClient(channel, token)
+                admin.stub = stub = _Recorder({"ExportTranscript": admin_pb2.ExportTranscriptResponse()})
+                await admin.export_transcript("m1")
+                seen += [(admin.token, admin.timeout_s, auth, timeout) for _, _, timeout, auth in stub.calls]
+            return seen
+        finally:
+            await channel.close()
+
+    assert asyncio.run(go()) == [(None, 10.0, None, 10.0)] * 2
+
+
+def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
+    """``list_bot_load_failures`` answers ListBots' ``load_failures`` (plugin, stage, reason)
+    of a request for every game, repeated after a lost answer as every read is; ``list_bots()``
+    asks for every game's bots too, ``list_bots(game)`` for that game's."""
+    failure = cg.card_games_pb2.BotLoadFailure(plugin="broken", stage="import", reason="ImportError")
+
+    class LosesTheFirst(_Recorder):
+        def __getattr__(self, name):
+            async def call(request, *, timeout=None, metadata=None):
+                self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
+                if len(self.calls) == 1:
+                    raise _Refused(grpc.StatusCode.UNAVAILABLE)
+                return cg.card_games_pb2.ListBotsResponse(bots=[match_pb2.BotInfo(name="random")],
+                                                          load_failures=[failure])
+            return call
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = stub = LosesTheFirst()
+            failures = await client.list_bot_load_failures()
+            bots = await client.list_bots()
+            await client.list_bots("jojotte")
+            return failures, bots, stub.calls
+        finally:
+            await client.close()
+
+    failures, bots, calls = asyncio.run(go())
+    assert failures == [failure] and [b.name for b in bots] == ["random"]
+    assert [(name, request.game) for name, request, _, _ in calls] == [("ListBots", "")] * 3 + [
+        ("ListBots", "jojotte")]  # list_bots(): every game; list_bots(game): that game's
+
+
+def test_leave_says_whether_the_seat_resigns_and_answers_the_match():
+    """``leave()`` sends ``resign`` false unless told (in a waiting match it frees the seat),
+    ``leave(resign=True)`` true; each with the seat's token, answering LeaveMatch's summary."""
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = stub = _Recorder({"LeaveMatch": cg.card_games_pb2.LeaveMatchResponse(match=summary)})
+            seat = client.seat_session("m1", 1, "seat-token")
+            answers = [await seat.leave(), await seat.leave(resign=True)]
+            return answers, stub.calls
+        finally:
+            await client.close()
+
+    answers, calls = asyncio.run(go())
+    assert answers == [summary] * 2
+    assert [(name, request.match_id, request.resign, auth) for name, request, _, auth in calls] == [
+        ("LeaveMatch", "m1", False, "Bearer seat-token"), ("LeaveMatch", "m1", True, "Bearer seat-token")]
+
+
+def test_submit_sends_the_callers_action_id_and_expected_seq_when_given():
+    """``submit``: a ``client_action_id`` given is sent as it is (to repeat an action after the
+    client itself restarted), else each action gets a fresh one; ``expected_seq`` is sent
+    when given (0 included) and left unset otherwise."""
+    reply = cg.card_games_pb2.SubmitActionResponse(seq=5)
+
+    async def go():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = stub = _Recorder({"SubmitAction": reply})
+            seat = client.seat_session("m1", 0, "seat-token")
+            answers = [await seat.submit("play:7S", 4, client_action_id="my-own-action-id"),
+                       await seat.submit("play:8S"), await seat.submit("play:8S", 0)]
+            return answers, [request for _, request, _, _ in stub.calls]
+        finally:
+            await client.close()
+
+    answers, requests = asyncio.run(go())
+    assert answers == [reply] * 3
+    assert [(r.match_id, r.action, r.HasField("expected_seq"), r.expected_seq) for r in requests] == [
+        ("m1", "play:7S", True, 4), ("m1", "play:8S", False, 0), ("m1", "play:8S", True, 0)]
+    ids = [r.client_action_id for r in requests]
+    assert ids[0] == "my-own-action-id" and len(set(ids)) == 3 and all(ids)
+
+
+def test_the_librarys_values_are_frozen_and_default_to_nothing_more():
+    """MatchPage, StreamState and RetryPolicy are values: none can be changed once made (the
+    default ``RetryPolicy()`` of :func:`connect` and ``Client`` is one object shared by every
+    client, so a change to one client's policy would change every later client's). A page
+    made without a token is the last ("": no next page); a state made without them names no
+    limit, error or delay (``resumed`` and ``gave_up`` are told no delay)."""
+    import dataclasses
+
+    values = [(cg.MatchPage([]), "next_page_token", "x"), (cg.StreamState(cg.RESUMED, 1), "attempt", 2),
+              (cg.RetryPolicy(), "attempts", 1)]
+    for value, name, other in values:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, other)
+    assert cg.MatchPage([]).next_page_token == ""
+    resumed = cg.StreamState(cg.RESUMED, 1)
+    assert (resumed.max_attempts, resumed.error, resumed.delay_s) == (None, None, 0.0)

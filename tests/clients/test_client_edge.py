@@ -228,6 +228,47 @@ def test_wait_ready_returns_once_connected_and_is_unavailable_after_its_timeout(
     assert str(cg.Internal(grpc.StatusCode.INTERNAL, "boom")) == "INTERNAL: boom"
 
 
+
+def test_wait_ready_waits_ten_seconds_unless_told(monkeypatch):
+    """``wait_ready()`` without a timeout gives the channel 10 s, the calls' own default
+    (``Client.timeout_s``), and says so when it runs out."""
+    waits = []
+
+    async def no_connection(awaitable, timeout):
+        waits.append(timeout)
+        awaitable.close()
+        raise asyncio.TimeoutError
+
+    async def scenario():
+        async with cg.connect("127.0.0.1:9") as client:
+            monkeypatch.setattr(cg.asyncio, "wait_for", no_connection)
+            with pytest.raises(cg.Unavailable) as caught:
+                await client.wait_ready()
+            monkeypatch.undo()
+        return caught.value
+
+    error = run(scenario())
+    assert waits == [10.0] and str(error) == "UNAVAILABLE: no connection within 10 s"
+
+
+def test_a_client_closes_its_channel_when_closed_or_its_block_ends():
+    """``close()``, and the end of an ``async with`` block, close the client's channel: a call
+    made after it fails at once, whatever the retry policy, instead of reaching the engine."""
+
+    async def scenario():
+        async with running(ScriptedService()) as srv:
+            client = cg.connect(srv.target)
+            assert (await client.get_match("m1")).match_id == "m1"
+            await client.close()
+            async with cg.connect(srv.target) as other:
+                assert (await other.get_match("m1")).match_id == "m1"
+            for closed in (client, other):
+                with pytest.raises(Exception, match="[Cc]losed"):
+                    await closed.get_match("m1")
+
+    run(scenario())
+
+
 class _DropsTheFirstStream(ScriptedService):
     """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
 

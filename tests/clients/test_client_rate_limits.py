@@ -167,6 +167,10 @@ def test_the_retry_waits_the_engines_delay_and_gives_up_after_the_policys_tries(
         with pytest.raises(cg.ResourceExhausted):
             await cg.SeatSession(_client(stub, max_rate_limit_wait_s=1.0), "m1", 0, "t").view()
         assert len(stub.calls) == 1
+        # a delay of exactly max_rate_limit_wait_s is no longer than it: waited, then served
+        stub = _Scripted([_rate_limited(0.05)], cg.card_games_pb2.GetViewResponse())
+        await cg.SeatSession(_client(stub, max_rate_limit_wait_s=0.05), "m1", 0, "t").view()
+        assert len(stub.calls) == 2 and stub.calls[1][1] - stub.calls[0][1] >= 0.04
         # a full server is no rate limit: not repeated
         stub = _Scripted([_rate_limited(0.01, reason="MAX_MATCHES")], cg.card_games_pb2.CreateMatchResponse())
         with pytest.raises(cg.ResourceExhausted) as full:
@@ -424,3 +428,60 @@ def test_act_decides_only_on_its_turn_and_again_on_each_fresh_view():
         assert (await act(table, None)).seq == 9 and table.submitted == [("a8", 8)]  # no view: fetched
 
     run(scenario())
+
+
+def test_a_watch_reopening_refused_by_a_rate_limit_waits_its_delay():
+    """docs/api.md, "Rate limits": a reopening of ``watch`` that was refused waits the
+    RetryInfo delay, however short the backoff (here 2 ms at most), and counts as a failed
+    reopening: the ``reconnecting`` it is told has attempt 2 and a delay of at least 0.3 s; a
+    refusal naming no delay waits the backoff."""
+    from .test_cardgames_client import _Dropped, _event, _ScriptedStreams
+
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Timed(_ScriptedStreams):
+        def WatchMatch(self, request, metadata=None):
+            self.at = getattr(self, "at", []) + [time.monotonic()]
+            return super().WatchMatch(request, metadata)
+
+    async def scenario():
+        stub = Timed([([_event(action, 3)], _Dropped()), ([], _rate_limited(0.3)),
+                      ([], _refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")),  # no delay named
+                      ([_event(ended, 3)], None)])
+        heard = []
+        seen = [(e.kind, e.seq) async for e in cg.Spectator(_client(stub), "m1", None).watch(
+            on_connection=lambda s: heard.append((s.state, s.attempt, s.error and s.error.reason, s.delay_s)))]
+        return stub, heard, seen
+
+    stub, heard, seen = run(scenario())
+    assert seen == [(action, 3), (ended, 3)] and stub.opened == [None, 3, 3, 3]
+    assert [h[:3] for h in heard] == [(cg.RECONNECTING, 1, ""), (cg.RECONNECTING, 2, "RATE_LIMITED"),
+                                      (cg.RECONNECTING, 3, "RATE_LIMITED"), (cg.RESUMED, 3, None)]
+    assert heard[0][3] <= 0.002 and heard[1][3] >= 0.3 and heard[2][3] <= 0.002  # the last: the backoff
+    assert stub.at[2] - stub.at[1] >= 0.29, stub.at
+
+
+def test_between_tries_a_call_waits_its_backoff_or_the_rate_limits_longer_delay(monkeypatch):
+    """``Client.call`` waits the policy's jittered backoff between two tries, and after a rate
+    limit's refusal its RetryInfo delay when that is longer (RetryPolicy's docstring): a lost
+    answer waits the backoff only, and so does a RATE_LIMITED refusal that names no delay."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay, *args):
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(cg.random, "uniform", lambda low, high: high)  # the backoff: its bound
+    lost = _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+
+    async def scenario():
+        monkeypatch.setattr(cg.asyncio, "sleep", sleep)
+        stub = _Scripted([lost, _refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"), _rate_limited(0.25)],
+                         cg.card_games_pb2.GetViewResponse())
+        await cg.SeatSession(_client(stub), "m1", 0, "t").view()
+        monkeypatch.undo()
+        return len(stub.calls)
+
+    assert run(scenario()) == 4
+    assert waits == [0.001, 0.002, 0.25]  # backoffs of 1 ms, 2 ms (the policy's most), then the delay
