@@ -473,6 +473,15 @@ class RetryPolicy:
     max_backoff_s: float = 2.0
     max_rate_limit_wait_s: float = 30.0
 
+    def __post_init__(self) -> None:
+        # a policy of no tries would make every call fail without being sent
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ValueError(f"RetryPolicy.attempts must be a whole number of at least 1, got {self.attempts!r}")
+        for name in ("initial_backoff_s", "max_backoff_s", "max_rate_limit_wait_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"RetryPolicy.{name} must be a number of seconds, 0 or more, got {value!r}")
+
     def backoff(self, attempt: int) -> float:
         return random.uniform(0, min(self.max_backoff_s, self.initial_backoff_s * 2 ** attempt))
 

@@ -1889,3 +1889,17 @@ def test_the_librarys_values_are_frozen_and_default_to_nothing_more():
     assert cg.MatchPage([]).next_page_token == ""
     resumed = cg.StreamState(cg.RESUMED, 1)
     assert (resumed.max_attempts, resumed.error, resumed.delay_s) == (None, None, 0.0)
+
+
+@pytest.mark.parametrize("fields", [dict(attempts=0), dict(attempts=-1), dict(attempts=2.5), dict(attempts=True),
+                                    dict(initial_backoff_s=-0.1), dict(max_backoff_s=float("nan")),
+                                    dict(max_rate_limit_wait_s="30")])
+def test_a_retry_policy_of_no_tries_or_a_negative_wait_is_refused_when_made(fields):
+    """A policy of no tries would make every call fail without being sent (``Client.call``
+    reached its "unreachable" assertion), and a negative or non-numeric wait fails inside the
+    retry, long after the mistake: both are refused where the policy is made, naming the
+    field. One try and waits of 0 are fine (no retry; retry at once)."""
+    name = next(iter(fields))
+    with pytest.raises(ValueError, match=rf"^RetryPolicy\.{name} must be "):
+        cg.RetryPolicy(**fields)
+    assert cg.RetryPolicy(attempts=1, initial_backoff_s=0, max_backoff_s=0, max_rate_limit_wait_s=0).attempts == 1
