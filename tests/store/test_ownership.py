@@ -508,6 +508,54 @@ def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable
     assert run(go()) == ("the database gave no answer within 3 s", None, 1)
 
 
+class _ClockAhead(_Pauses):
+    """A module's ``asyncio`` as the module sees it, but for the running loop's clock, which
+    runs ``ahead[0]`` seconds ahead of the real one."""
+
+    def get_running_loop(self):
+        loop, ahead = self._real.get_running_loop(), self._pauses
+
+        class Clocked:
+            def time(self) -> float:
+                return loop.time() + ahead[0]
+
+            def __getattr__(self, name: str):
+                return getattr(loop, name)
+
+        return Clocked()
+
+
+def test_a_connection_made_as_the_bound_ran_out_leaves_no_time_for_its_statements(pg_url, monkeypatch):
+    """timeout_s bounds an attempt to take the lock, and a question to the server, connection
+    included: a connection made only as the bound ran out (here the loop's clock moved on a
+    minute while it was made) leaves none for the statements. The attempt is a server without
+    an answer (its session still known: the lock may be granted to it), the holder unknown."""
+    ahead = [0.0]
+    connect = psycopg.AsyncConnection.connect
+
+    async def slow(*args, **kwargs):
+        conn = await connect(*args, **kwargs)
+        ahead[0] += 60.0
+        return conn
+
+    async def go():
+        holder = PostgresStore(pg_url, ownership_check_s=60)
+        await holder.open()
+        try:
+            owner = pg_ownership.AdvisoryOwnership(pg_url, "the database", timeout_s=3)
+            with monkeypatch.context() as patch:
+                patch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", slow)
+                patch.setattr(pg_ownership, "asyncio", _ClockAhead(asyncio, ahead))
+                with pytest.raises(StoreError) as refused:
+                    await owner._try_take()
+                row = await owner._holder_row()
+            return str(refused.value), len(owner._sessions), row, await owner._holder_row() is not None
+        finally:
+            await holder.close()
+
+    assert run(go()) == ("the database gave no answer within 3 s", 1, None, True)
+
+
 class _LostAtOnce(pg_ownership.Bound):
     """A connection lost under the call (severed at once), its bound never run out."""
 
