@@ -755,6 +755,26 @@ def test_a_server_that_accepts_no_connection_in_time_is_unreachable_and_says_so(
     assert run(go()) == ("cannot connect to the database: no answer within 0.05 s", None, {})
 
 
+def test_a_server_that_refuses_connections_is_unreachable_in_libpqs_words():
+    """A server that refuses the connection (down, restarting): the attempt to take the lock
+    is a StoreError that says it cannot connect, quoting libpq (docs/operations.md: "...
+    refused: cannot connect to ...", "Connection refused"); the question who holds it has no
+    answer (None)."""
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(f"host=127.0.0.1 port={port} dbname=cardgames", "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), await owner._holder_row(), owner._sessions
+
+    message, row, sessions = run(go())
+    assert message.startswith("cannot connect to the database: ") and "Connection refused" in message, message
+    assert row is None and sessions == {}
+
+
 def test_a_bound_cut_early_keeps_its_first_reason_and_severs_once(monkeypatch):
     """cut() severs at once, for the reason given (the call's error quotes it); a second cut,
     or the bound running out after it, neither severs again nor changes that reason."""
