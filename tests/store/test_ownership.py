@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
 import os
 import signal
 import socket
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import psycopg
 import pytest
@@ -398,21 +400,57 @@ def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
     assert run(go()) == (True, False)
 
 
+def _recording_connect(monkeypatch) -> list[psycopg.AsyncConnection]:
+    """The connections the ownership opens from now on (to tell that it closed them)."""
+    opened: list[psycopg.AsyncConnection] = []
+    connect = psycopg.AsyncConnection.connect
+
+    async def recorded(*args, **kwargs):
+        opened.append(conn := await connect(*args, **kwargs))
+        return conn
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", recorded)
+    return opened
+
+
 def test_a_lock_session_the_server_refuses_is_reported_in_the_servers_words(pg_url, monkeypatch):
     """An attempt to take the lock that the server refuses (here its settings statement) is a
     StoreError quoting the server's message alone (not the statement it quotes back), not a
     server without an answer; the session is closed, nothing held."""
     monkeypatch.setattr(pg_ownership, "_SERVER_SETTINGS", "SELEC 1")
+    opened = _recording_connect(monkeypatch)
 
     async def go():
         owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
         with pytest.raises(StoreError) as refused:
             await owner._try_take()
         assert owner._conn is None and not owner.held
+        assert [conn.closed for conn in opened] == [True]
         await owner.release()  # never acquired (nor watched): nothing to let go
         return str(refused.value)
 
     assert run(go()) == 'cannot take the lock of the database: syntax error at or near "SELEC"'
+
+
+def test_an_attempt_cancelled_while_it_waits_for_the_server_closes_its_session(pg_url, monkeypatch):
+    """The watchdog stopped (release()) during an attempt to take the lock: the attempt's new
+    session is closed, never left open (the lock may be granted to it), and the cancellation
+    goes on."""
+    monkeypatch.setattr(pg_ownership, "_SERVER_SETTINGS", "SELECT pg_sleep(10), now()")
+    opened = _recording_connect(monkeypatch)
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        attempt = asyncio.create_task(owner._try_take())
+        while not opened:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # waiting for the server's answer
+        attempt.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await attempt
+        return owner._conn, [conn.closed for conn in opened]
+
+    assert run(go()) == (None, [True])
 
 
 def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
@@ -433,6 +471,28 @@ def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
     assert holder[4] is not None  # idle between checks, never in a transaction: its silence is known
 
 
+def test_an_attempt_refused_the_lock_closes_its_session_and_forgets_it(pg_url, monkeypatch):
+    """An attempt that finds the lock held (another engine's) closes its session at once and
+    does not remember it as one of the store's own: it answered, so it cannot hold the lock
+    (a store waiting ``wait_s`` makes one attempt every POLL_S). The question who holds it
+    closes its connection too."""
+    async def go():
+        holder = PostgresStore(pg_url, ownership_check_s=60)
+        await holder.open()
+        try:
+            owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+            with monkeypatch.context() as patch:
+                opened = _recording_connect(patch)
+                took = await owner._try_take()
+                row = await owner._holder_row()
+            return (took, owner._conn, owner._sessions, [conn.closed for conn in opened],
+                    row[0] == holder._owner._pid)
+        finally:
+            await holder.close()
+
+    assert run(go()) == (False, None, {}, [True, True], True)
+
+
 def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable_server(pg_url, monkeypatch):
     """The attempt's bound running out (here at once) is a server that gave no answer, not a
     refusal; its session stays known to the store (the lock may have been granted to it, the
@@ -446,6 +506,57 @@ def test_an_attempt_to_take_the_lock_without_an_answer_in_time_is_an_unreachable
         return str(refused.value), owner._conn, len(owner._sessions)
 
     assert run(go()) == ("the database gave no answer within 3 s", None, 1)
+
+
+class _ClockAhead(_Pauses):
+    """A module's ``asyncio`` as the module sees it, but for the running loop's clock, which
+    runs ``ahead[0]`` seconds ahead of the real one."""
+
+    def get_running_loop(self):
+        loop, ahead = self._real.get_running_loop(), self._pauses
+
+        class Clocked:
+            def time(self) -> float:
+                return loop.time() + ahead[0]
+
+            def __getattr__(self, name: str):
+                return getattr(loop, name)
+
+        return Clocked()
+
+
+def test_a_connection_made_as_the_bound_ran_out_leaves_no_time_for_its_statements(pg_url, monkeypatch):
+    """timeout_s bounds an attempt to take the lock, and a question to the server, connection
+    included: a connection made only as the bound ran out (here the loop's clock moved on a
+    minute while it was made) leaves its statements no time (their bound: none left, not a
+    second more). The attempt is a server without an answer (its session still known: the
+    lock may be granted to it)."""
+    ahead = [0.0]
+    bounds: list[float] = []
+    connect = psycopg.AsyncConnection.connect
+
+    async def slow(*args, **kwargs):
+        conn = await connect(*args, **kwargs)
+        ahead[0] += 60.0
+        return conn
+
+    class Recorded(pg_ownership.Bound):
+        def __init__(self, seconds: float) -> None:
+            bounds.append(seconds)
+            super().__init__(seconds)
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", slow)
+    monkeypatch.setattr(pg_ownership, "asyncio", _ClockAhead(asyncio, ahead))
+    monkeypatch.setattr(pg_ownership, "Bound", Recorded)
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database", timeout_s=3)
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        await owner._holder_row()  # its answer may come before the cut: only its bound is told
+        return str(refused.value), len(owner._sessions), [seconds <= 0 for seconds in bounds]
+
+    assert run(go()) == ("the database gave no answer within 3 s", 1, [True, True])
 
 
 class _LostAtOnce(pg_ownership.Bound):
@@ -647,6 +758,26 @@ def test_a_server_that_accepts_no_connection_in_time_is_unreachable_and_says_so(
     assert run(go()) == ("cannot connect to the database: no answer within 0.05 s", None, {})
 
 
+def test_a_server_that_refuses_connections_is_unreachable_in_libpqs_words():
+    """A server that refuses the connection (down, restarting): the attempt to take the lock
+    is a StoreError that says it cannot connect, quoting libpq (docs/operations.md: "...
+    refused: cannot connect to ...", "Connection refused"); the question who holds it has no
+    answer (None)."""
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(f"host=127.0.0.1 port={port} dbname=cardgames", "the database")
+        with pytest.raises(StoreError) as refused:
+            await owner._try_take()
+        return str(refused.value), await owner._holder_row(), owner._sessions
+
+    message, row, sessions = run(go())
+    assert message.startswith("cannot connect to the database: ") and "Connection refused" in message, message
+    assert row is None and sessions == {}
+
+
 def test_a_bound_cut_early_keeps_its_first_reason_and_severs_once(monkeypatch):
     """cut() severs at once, for the reason given (the call's error quotes it); a second cut,
     or the bound running out after it, neither severs again nor changes that reason."""
@@ -768,6 +899,20 @@ def test_a_verdict_is_waited_for_only_while_one_is_due():
         return waited
 
     assert 0.09 <= run(go()) < 2
+
+
+def test_release_returns_once_the_watchdog_has_stopped():
+    """release() stops the watchdog and waits for it, also when there is no lock session to
+    let go (the lock lost, being taken again): once the store is closed nothing of it runs
+    on (a watchdog left running took the lock again after close)."""
+    async def go():
+        owner = _advisory(check_s=60.0)
+        watchdog = owner._watchdog = asyncio.get_running_loop().create_task(owner._watch())
+        await asyncio.sleep(0)  # it waits for its next attempt
+        await owner.release()
+        return watchdog.done(), watchdog.cancelled(), owner._watchdog
+
+    assert run(go()) == (True, True, None)
 
 
 def test_the_watchdog_checks_every_check_s_while_held_and_every_retry_s_otherwise(monkeypatch):
@@ -990,6 +1135,27 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     assert untold.lost
 
 
+def test_a_lock_lost_after_a_doubt_gives_the_waiting_calls_their_verdict(monkeypatch):
+    """A doubt (writes refused, a verdict due), the lock session found lost, then the lock
+    found taken by another engine: the verdict is in (the lock lost), so that the calls
+    waiting for it fail at once (OwnershipLost), not at the end of their wait."""
+    class Conn:
+        async def close(self):
+            pass
+
+    owner = _advisory(check_s=0.01)
+    _scripted(owner, monkeypatch, checks=[False], takes=[False], holders=[(99, "the-other-engine", None, None, None)])
+
+    async def go():
+        owner._conn, owner._watchdog = Conn(), object()
+        owner.doubt()
+        due = not owner._verdict.is_set()
+        await owner._watch()  # returns: the lock lost
+        return due, owner.lost, owner._verdict.is_set()
+
+    assert run(go()) == (True, True, True)
+
+
 def test_sever_fails_a_waiting_call_at_once_and_leaves_a_closed_connection_alone(pg_url):
     """sever() shuts the socket under a statement waiting for its answer (here pg_sleep; a hung
     server alike): the call fails at once as on a lost connection, which is then broken; a
@@ -1007,6 +1173,31 @@ def test_sever_fails_a_waiting_call_at_once_and_leaves_a_closed_connection_alone
         return waited
 
     assert run(go()) < 5
+
+
+def test_sever_shuts_the_socket_both_ways_and_leaves_its_descriptor_to_libpq():
+    """sever() shuts the connection's socket (the peer reads its end at once) through a
+    duplicate of its descriptor, which it closes; the connection's own descriptor stays open,
+    libpq's to close."""
+    class Conn:
+        class pgconn:
+            socket = 0
+
+    ours, peer = socket.socketpair()
+    Conn.pgconn.socket = ours.fileno()
+    try:
+        gc.collect()  # what earlier tests left
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pg_ownership.sever(Conn())
+            gc.collect()
+        assert [str(w.message) for w in caught if "socket" in str(w.message)] == []  # unclosed
+        peer.settimeout(5)
+        assert peer.recv(1) == b""  # shut: end of stream at once
+        os.fstat(ours.fileno())  # still open
+    finally:
+        ours.close()
+        peer.close()
 
 
 def test_a_check_without_an_answer_refuses_calls_before_the_lock_is_tried_again(monkeypatch):
