@@ -93,7 +93,7 @@ BOT_WORKERS_WAIT_S = 15.0
 #: A PostgreSQL read of a match was a transaction of seven round trips: one after another,
 #: with the database 1 ms away, 18 ms a match: 10,000 matches would have taken three minutes,
 #: past the start-up probe's two (bench/restart_resume.py; 41 s eight at once). It is one
-#: round trip now, and the network's wait still dominates each read. The store's pool (8
+#: round trip now: eight at once, the replay's CPU is most of a start again. The store's pool (8
 #: connections) serves several at once and one match's replay overlaps the others' reads (on
 #: SQLite too, whose reads run in the store's thread); more reads than connections would only queue.
 RESUME_CONCURRENCY = 8

@@ -746,8 +746,9 @@ class SqliteStore(Store):
     def _stray_companion(self) -> str:
         """What to do when a name SQLite makes its own files under (``-wal``, ``-shm``,
         ``-journal``) is taken by something that is no file (a directory: a stray mount, a bad
-        restore): SQLite then fails to open or to delete it with a code that reads as a full or
-        failing volume, and the free-space advice sent the operator the wrong way. "" if none."""
+        restore): SQLite then fails with a code that reads as a full or failing volume
+        (SQLITE_CANTOPEN, SQLITE_IOERR_*) or as a file it may not write (SQLITE_READONLY), and
+        the free-space or permissions advice sent the operator the wrong way. "" if none."""
         if self.path == ":memory:":
             return ""
         for suffix in ("-wal", "-shm", "-journal"):
