@@ -340,11 +340,11 @@ def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
     resumed match had a bot: on a fresh database health said SERVING while they were still
     starting, and a bot match created at once spent its first decisions' deadline waiting for
     them (bot_failed, timeout: the auto-move instead of the bot's). SERVING now means a bot
-    can be asked: bot processes slowed at their start (a sitecustomize, as a slow plugin
-    import on a loaded machine) and a deadline far below that show it."""
+    can be asked: bot workers slowed at their start (a sitecustomize: 1.5 s after their fork,
+    as on a loaded machine) and a deadline far below that show it."""
     service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
                       CARDGAMES_BOT_DEADLINE_S="0.3", CARDGAMES_BOT_PLUGINS="random",
-                      PYTHONPATH=_slow_bot_processes(tmp_path, 2))
+                      PYTHONPATH=_slow_bot_processes(tmp_path, 0, fork_s=1.5))
     try:
         async def session():
             async with grpc.aio.insecure_channel(service.target) as ch:
