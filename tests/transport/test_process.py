@@ -458,12 +458,12 @@ def _seconds_recorded_away(db: Path, match_id: str, seat: int) -> float | None:
 
 
 def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tmp_path):
-    """Seat 0's player went away in a match with an 8 s grace period, and the engine was
-    killed (kill -9: no drain) as soon as it had recorded that it still served half a second
-    or more after (every 5 s while a period runs); seat 1's player was still connected. After
-    the restart seat 0 gets only the rest of its period: the time away counts up to the
-    engine's last record that it served, so 0.5 to 5.5 s of it, never the downtime: at most
-    the time it was away while the first engine ran, as its `grace_resumed` line says. Its
+    """Seat 0's player went away in a match with an 8 s grace period; the engine records that
+    it still serves every 5 s while a period runs, and was killed (kill -9: no drain) as soon
+    as such a record was half a second or more past the departure; seat 1's player was still
+    connected. After the restart seat 0 gets only the rest of its period: the time away counts
+    up to the engine's last record that it served, so 0.5 to 5.5 s of it, never the downtime:
+    at most the time it was away while the first engine ran, as its `grace_resumed` line says. Its
     period ends first, that line's `left_s` after it: a disconnection forfeit, seat 1 wins
     (JJK-10.2). Before schema 8 both periods started over at the restart and ended together
     8 s after it, the match abandoned; an engine killed every 8 s never ended it."""
