@@ -1987,14 +1987,14 @@ def test_a_bot_move_the_store_refuses_is_tried_again_once_per_period(monkeypatch
             match_id, _ = await open_match(mgr, "georgian_joker")  # nobody connects: taken over
             store.broken = True
             await until(lambda: store.attempts, timeout=30)
-            await asyncio.sleep(3)
+            await asyncio.sleep(2)
             return mgr._matches[match_id].seq
 
     assert run(go()) == 0
     first = store.attempts[0]
-    late = [t for t in store.attempts if first + 1.0 <= t < first + 3.0]
+    late = [t for t in store.attempts if first + 1.0 <= t < first + 2.0]
     # a retry timer (5 a second) and a read-back (at most 10 a second), each arming one move
-    assert len(late) <= 2.0 * (5 + 10) + 5, len(late)
+    assert len(late) <= 1.0 * (5 + 10) + 5, len(late)
 
 
 class FailingAbsences(MemoryStore):

@@ -183,8 +183,9 @@ def test_a_wait_that_ends_during_a_failing_timed_out_move_keeps_the_deadline_it_
 
     async def go():
         store = _FailingGatedAppend()
-        # a 2 s turn (10 s scaled): the fresh deadline must not pass before the failure is looked at
-        async with manager(config(time_scale=0.2), store=store) as mgr:
+        # a 1 s turn (10 s scaled): the fresh deadline must not pass before the failure is
+        # looked at (a few steps of the event loop)
+        async with manager(config(time_scale=0.1), store=store) as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
             m = mgr._matches[match_id]
             streams = await connect_all(mgr, match_id, ps)

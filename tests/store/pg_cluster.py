@@ -3,10 +3,13 @@ under a running store or engine: the suite's shared server (tests/store/pg.py, p
 machine's, used by other test runs) must never be. Made as tests/postgres_env.sh makes the
 suite's private cluster: Debian's ``initdb`` and ``pg_ctl`` (as the postgres user when run as
 root: initdb refuses root), trust authentication, a free port on 127.0.0.1 and a temp
-directory, stopped and deleted by :meth:`PrivateCluster.close`."""
+directory, stopped and deleted by :meth:`PrivateCluster.close`. initdb runs once per test
+process (a second or two on a loaded machine); each cluster starts from a copy of its
+untouched data directory, as fresh as its own initdb would make it."""
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import pwd
@@ -18,6 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+_template: Path | None = None  # this process's initdb output, copied by every cluster
 
 
 def _bindir() -> Path:
@@ -52,7 +57,7 @@ class PrivateCluster:
         if os.getuid() == 0:
             os.chown(self.dir, pwd.getpwnam("postgres").pw_uid, -1)
             self._as = ["runuser", "-u", "postgres", "--"]
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres")
+        self._run("cp", "-a", str(self._initdb_once()), str(self.data))
         for attempt in range(5):  # a free port may be taken before the server binds it
             self.port = _free_port()
             try:
@@ -62,9 +67,21 @@ class PrivateCluster:
                 if attempt == 4:
                     raise
 
+    def _initdb_once(self) -> Path:
+        """A data directory initdb made and nothing started (removed when the process exits)."""
+        global _template
+        if _template is None:
+            made = Path(tempfile.mkdtemp(prefix="cardgames-pg-template-"))
+            atexit.register(shutil.rmtree, made, True)
+            if self._as:
+                os.chown(made, pwd.getpwnam("postgres").pw_uid, -1)
+            self._run("initdb", "-D", str(made / "data"), "-A", "trust", "-U", "postgres")
+            _template = made / "data"
+        return _template
+
     def _run(self, program: str, *args: str) -> None:
-        done = subprocess.run([*self._as, str(self.bin / program), *args], capture_output=True, text=True,
-                              timeout=60)
+        path = program if program == "cp" else str(self.bin / program)
+        done = subprocess.run([*self._as, path, *args], capture_output=True, text=True, timeout=60)
         if done.returncode:
             log = self.log.read_text()[-2000:] if self.log.exists() else ""
             raise AssertionError(f"{program} {' '.join(args)} failed: {done.stderr}\n{log}")

@@ -56,13 +56,13 @@ def _pool_gave_up(caplog) -> bool:
 
 
 def test_a_stopped_server_fails_calls_at_once_and_the_store_reconnects_when_it_is_back(cluster, caplog):
-    """The server stops (fast shutdown) for 8 s under an open store. The write on the dead
+    """The server stops (fast shutdown) for 3 s or more under an open store. The write on the dead
     connection fails; from then on every call, a read too, fails at once (it used to wait 10 s
     for a connection the pool could not make: a client with a shorter deadline got
     DEADLINE_EXCEEDED), naming the reason. Once the server is back the store writes again
     without being reopened.
 
-    The pool used to wait out its exponential backoff, 1, 2, 4, 8 s... (7 s more here,
+    The pool used to wait out its exponential backoff, 1, 2, 4, 8 s... (some 4 s more here,
     minutes after a long outage): it now gives up replacing its connections after
     RECONNECT_S, and the next call that finds none connects at once. Shown by that give-up
     (the server is started again only once the pool has said it), not by how fast the write
@@ -79,8 +79,8 @@ def test_a_stopped_server_fails_calls_at_once_and_the_store_reconnects_when_it_i
                 await asyncio.to_thread(cluster.stop, "fast")
                 stopped = time.monotonic()
                 calls = []
-                # 8 s, 3 rounds at least, and until the pool stopped backing off
-                while time.monotonic() - stopped < 8 or len(calls) < 6 or not _pool_gave_up(caplog):
+                # 3 s, 3 rounds at least, and until the pool stopped backing off
+                while time.monotonic() - stopped < 3 or len(calls) < 6 or not _pool_gave_up(caplog):
                     assert time.monotonic() - stopped < 30, "the pool did not stop trying to reconnect"
                     for call in (lambda: st.append_action("m1", _action(2)), lambda: st.load_match("m1")):
                         started = time.monotonic()
@@ -108,7 +108,7 @@ def test_a_stopped_server_fails_calls_at_once_and_the_store_reconnects_when_it_i
     events = [e["event"] for e in logs]
     assert events.count("db_unreachable") == 1 and "db_ownership_reacquired" in events, events
     reacquired = next(e for e in logs if e["event"] == "db_ownership_reacquired")
-    assert reacquired["refused_s"] >= 8
+    assert reacquired["refused_s"] >= 3
 
 
 def test_a_ping_is_refused_while_the_server_is_down_and_answers_only_once_writes_would_land(cluster):
@@ -237,8 +237,10 @@ def test_serve_rides_out_a_server_restart(tmp_path, cluster, mode):
             acked: dict[str, list] = {m: [] for m, _ in matches}
             server = threading.Thread(target=restart)
             server.start()
-            back = lambda: "up" in outage and time.monotonic() - outage["up"] > 1.5  # noqa: E731
-            await asyncio.gather(*(play_through_outage(stub, m, t, call, random.Random(i), acked[m], back)
+            def back(m: str) -> bool:  # the match has gone on after the restart
+                return "up" in outage and sum(1 for *_, at in acked[m] if at > outage["up"]) >= 3
+            await asyncio.gather(*(play_through_outage(stub, m, t, call, random.Random(i), acked[m],
+                                                       lambda m=m: back(m))
                                    for i, (m, t) in enumerate(matches)))
             await asyncio.to_thread(server.join)
             for m, tokens in matches:  # a retry of the last acknowledged action: the same answer

@@ -125,7 +125,9 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
         _until(lambda: _open_fds(svc.proc.pid) >= limit)
         scrape = socket.create_connection(("127.0.0.1", svc.metrics_port))
         scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")  # waits in the queue too
-        time.sleep(2.5)  # an episode long enough for a spinning accept loop to show
+        # an episode long enough for a spinning accept loop to show (hundreds of thousands of
+        # failed accepts a second), with the second health check's deadline below: 2 s
+        time.sleep(1.0)
         # the connection already open is served; a new one waits (here: its deadline)
         assert _health(svc.target, channel=held) == health_pb2.HealthCheckResponse.SERVING
         assert _health(svc.target, timeout=1.0) == grpc.StatusCode.DEADLINE_EXCEEDED

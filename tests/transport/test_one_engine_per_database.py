@@ -176,7 +176,7 @@ def test_sighup_while_waiting_for_the_database_ends_the_start_at_once_unless_ign
             second.send_signal(signal.SIGHUP)
             if nohup:
                 with pytest.raises(subprocess.TimeoutExpired):
-                    second.wait(1)  # still waiting for the database
+                    second.wait(0.5)  # still waiting for the database
                 second.send_signal(signal.SIGTERM)
             status = second.wait(30)  # at once: the rest of its 60 s wait would outlast this
         finally:
