@@ -68,6 +68,25 @@ def node() -> str:
     return npm_ci(NODE_DIR)
 
 
+#: Loaded before play_vs_bot.js (``node --require``): the program's Client waits 20 ms before
+#: each of a call's ten tries (its ``backoffMs`` option; by default a jittered backoff of about
+#: 5 s in all), so an outage longer than those tries can be a second or two.
+_QUICK_RETRIES = """
+const cardgames = require(LIBRARY);
+const { Client } = cardgames;
+cardgames.Client = class extends Client {
+  constructor(target, options = {}) { super(target, { backoffMs: () => 20, ...options }); }
+};
+"""
+
+
+def quick_retries(folder: Path) -> list[str]:
+    """The arguments of ``node`` that load :data:`_QUICK_RETRIES` before the program."""
+    script = folder / "quick_retries.js"
+    script.write_text(_QUICK_RETRIES.replace("LIBRARY", json.dumps(str(NODE_DIR / "cardgames.js"))))
+    return ["--require", str(script)]
+
+
 def test_npm_ci_never_runs_through_a_linked_node_modules(tmp_path):
     """Regression: a checkout whose clients/node/node_modules links to another checkout's
     had its lock file newer than the linked modules (a fresh clone), so the fixture ran
@@ -664,25 +683,34 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
         assert service.stop() == 0, service.log_tail()
 
 
-def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, node):
+def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, node, tmp_path):
     """play_vs_bot.js gave up after ~5 s of outage: a submit that found no engine failed after
     the client's ten tries and ended the program (exit status 1) while its watch would have
-    come back. 15 s of refused submits, hitting its third decision: it decides again on the
-    current view once the engine answers, and plays the match to its end."""
+    come back. Refused submits hitting its third decision for 1.5 s, longer than those ten
+    tries (20 ms apart here: :data:`_QUICK_RETRIES`): it decides again on the current view
+    once the engine answers, and plays the match to its end long before the match's turn
+    timer (120 s, the longest) would have moved for it."""
+    preload = quick_retries(tmp_path)
+
     async def scenario():
-        async with SubmitOutageProxy(engine.target, after=3, outage_s=15.0) as proxy:
+        async with SubmitOutageProxy(engine.target, after=3, outage_s=1.5) as proxy:
             played = await asyncio.create_subprocess_exec(
-                node, "play_vs_bot.js", "--target", proxy.target, "--game", "japanese_joker", "--bot", "random",
-                "--option", "target_score=11", cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE)
-            out, err = await asyncio.wait_for(played.communicate(), 150)
+                node, *preload, "play_vs_bot.js", "--target", proxy.target, "--game", "japanese_joker",
+                "--bot", "random", "--option", "target_score=11", "--option", "turn_time_s=120", cwd=NODE_DIR,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                out, err = await asyncio.wait_for(played.communicate(), 60)  # far within the turn timer
+            finally:
+                if played.returncode is None:
+                    played.kill()
+                    await played.wait()
             assert played.returncode == 0, err.decode()[-3000:]
             assert proxy.refused >= 10  # the client's own retries ran out at least once
             assert re.search(r"^submit failed: UNAVAILABLE .*\(1 of 30\)$", err.decode(), re.M), err.decode()[-3000:]
             summary = json.loads(out.decode().strip().splitlines()[-1])
             assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["deals_verified"] >= 1
 
-    run(scenario(), timeout_s=180)
+    run(scenario(), timeout_s=90)
 
 
 # ---- clients/node/README.md ----------------------------------------------------------------
