@@ -161,7 +161,9 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
                                 text=True, timeout=180)
         assert played.returncode == 0, played.stdout + played.stderr
         assert json.loads(played.stdout.strip().splitlines()[-1])["status"] == "MATCH_STATUS_FINISHED"
-        refused = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+        # its ten tries 20 ms apart, not ~5 s: the name check fails every time either way
+        refused = subprocess.run([node, *quick_retries(tmp_path), *base[1:]], cwd=NODE_DIR, capture_output=True,
+                                 text=True, timeout=120)
         assert refused.returncode == 1 and "error: UNAVAILABLE" in refused.stderr, refused.stderr
     missing = subprocess.run([node, "play_vs_bot.js", "--ca", str(tmp_path / "nope.pem")], cwd=NODE_DIR,
                              capture_output=True, text=True, timeout=60)
@@ -583,13 +585,14 @@ def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
 
 def test_node_watch_hook_through_a_long_outage(engine, node):
     """The Node client's watch() tells its onConnection hook that the stream dropped
-    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and, after 10 s of refused
-    connections (grpc-js's own reconnection backoff, capped at a second by the library, grown
-    meanwhile), that it is back (resumed) on the reopening that was waiting when the engine
-    returned, then the actions played meanwhile, each once. That reopening's delay is made
-    600 s, far beyond the test's time limit: the stream is back only if the channel connecting
-    cut the wait short (Client.pause), as the Python library's (the jittered delay alone made
-    the stream come back up to 2 s after the engine; a CI run saw 3 s)."""
+    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and, after 4 s of refused
+    connections (grpc-js's own reconnection backoff at its cap by then: a second, the
+    library's channel option), that it is back (resumed) on the reopening that was waiting
+    when the engine returned, then the actions played meanwhile, each once. That reopening's
+    delay is made 600 s, far beyond the test's time limit: the stream is back only if the
+    channel connecting cut the wait short (Client.pause), as the Python library's (the
+    jittered delay alone made the stream come back up to 2 s after the engine; a CI run saw
+    3 s)."""
     never_ms = 600_000
 
     async def scenario():
@@ -607,7 +610,7 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
                 await read_until(lambda: {"seq": 1} in lines, 30)
                 await proxy.__aexit__(None, None, None)  # refused from now on
                 await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 30)
-                await asyncio.sleep(10)
+                await asyncio.sleep(4)
                 watcher.stdin.write(f"{never_ms}\n".encode())
                 await watcher.stdin.drain()
                 await read_until(lambda: any(l.get("delay") == never_ms for l in lines), 30)
