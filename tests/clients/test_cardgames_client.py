@@ -1304,13 +1304,21 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
             assert heard[0][3].startswith("no message for 0.3 s"), heard
             assert heard[0][2] >= 0.2, heard
 
-            # no interval named (an older server), none learned yet, or 0: the stream is waited on
-            for events, kwargs in (([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
-                                   ([_heartbeat(4, 0.1)], {"silence_timeout_s": 0})):
-                with pytest.raises(TimeoutError):
-                    async with asyncio.timeout(2.0):
-                        await watch(client, [(events, SILENT), ([], None)], **kwargs)
-                assert client.stub.opened == [4]
+            # no interval named (an older server), none learned yet, or 0: the stream is waited
+            # on (the three at once, each on a client of its own)
+            async def waits_on(events, kwargs) -> list[int | None]:
+                own = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), retry=client.retry)
+                try:
+                    with pytest.raises(TimeoutError):
+                        async with asyncio.timeout(2.0):
+                            await watch(own, [(events, SILENT), ([], None)], **kwargs)
+                    return own.stub.opened
+                finally:
+                    await own.close()
+
+            assert await asyncio.gather(*(waits_on(events, kwargs) for events, kwargs in (
+                ([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
+                ([_heartbeat(4, 0.1)], {"silence_timeout_s": 0})))) == [[4], [4], [4]]
         finally:
             await client.close()
 
