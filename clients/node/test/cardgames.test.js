@@ -514,10 +514,11 @@ test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and
   assert.ok(given.heard[0][1] === 'UNAVAILABLE STREAM_SILENT' && given.heard[0][3].includes(': no message for 0.3 s ('), `${given.heard}`);
   assert.ok(given.heard[0][2] >= 250, `${given.heard}`);
 
-  for (const [events, options] of [[[heartbeat(4)], {}], [[action(5)], {}], [[heartbeat(4, 0.1)], { silenceTimeoutMs: 0 }]]) {
-    const outcome = await Promise.race([watch([[events, SILENT], [[]]], options).then(() => 'ended'), sleep(2000).then(() => 'waiting')]);
-    assert.strictEqual(outcome, 'waiting');
-  }
+  // the three at once, each on a client of its own
+  const outcomes = await Promise.all([[[heartbeat(4)], {}], [[action(5)], {}], [[heartbeat(4, 0.1)], { silenceTimeoutMs: 0 }]]
+    .map(([events, options]) => Promise.race([watch([[events, SILENT], [[]]], options).then(() => 'ended'),
+      sleep(2000).then(() => 'waiting')])));
+  assert.deepStrictEqual(outcomes, ['waiting', 'waiting', 'waiting']);
 });
 
 test('watch() reopens a stream cut while the match waited without after_seq: the started view, then each action once', async () => {
@@ -824,8 +825,8 @@ test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again thr
 
 test('a call refused by a rate limit is sent again after the RetryInfo delay, within 10 tries', async () => {
   const { Client, Seat } = require('../cardgames');
-  const fake = (failures) => {
-    const client = new Client('127.0.0.1:9');
+  const fake = (failures, options) => {
+    const client = new Client('127.0.0.1:9', options);
     client.stub.close();
     const calls = [];
     client.stub = {
@@ -866,8 +867,9 @@ test('a call refused by a rate limit is sent again after the RetryInfo delay, wi
   const full = fake([{ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata }]);
   await assert.rejects(full.client.createMatch('klaberjass'), (error) => error.reason === 'MAX_MATCHES');
   assert.strictEqual(full.calls.length, 1);
-  // refused every time: the tenth refusal is thrown
-  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)));
+  // refused every time: the tenth refusal is thrown (each retry after the 1 ms RetryInfo delay
+  // alone: the default backoff would add ~5 s)
+  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)), { backoffMs: () => 0 });
   await assert.rejects(new Seat(always.client, 'm1', 0, 't').view(), (error) => error.reason === 'RATE_LIMITED');
   assert.strictEqual(always.calls.length, 10);
 });
