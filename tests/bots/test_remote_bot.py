@@ -176,7 +176,7 @@ def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
             session = await client.join(summary.match_id, seat=0, player_name="failing")
             # an overrunning bot runs past a short budget; the others fail at once, and get a
             # budget a loaded machine cannot turn into a timeout
-            budget_s = 0.2 if failure == "timeout" else 5.0
+            budget_s = 0.05 if failure == "timeout" else 5.0
             return await remote_bot.play_seat(session, runner, bot, "klaberjass", budget_s=budget_s)
 
     final, stats = asyncio.run(asyncio.wait_for(go(), 300))
