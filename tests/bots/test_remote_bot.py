@@ -102,10 +102,11 @@ def test_a_remote_bot_decides_again_through_an_outage_longer_than_its_submit_ret
     """A move the engine did not answer (UNAVAILABLE after the client library's tries: ten,
     ~5 s, by default) ended the remote bot with "error: UNAVAILABLE" while its stream would
     have come back. Refused submits hitting its third decision, for an outage longer than its
-    client's tries (a quick RetryPolicy: its four tries take a tenth of a second, the outage a
-    second): it decides again on the current view once the engine answers (asked at each
-    heartbeat of its stream, every second from this module's engine), and plays the match to
-    its end long before the match's turn timer (120 s, the longest) would have moved for it."""
+    client's tries (a quick RetryPolicy: its four tries take about a tenth of a second, the
+    outage a second): it decides again on the current view once the engine answers (asked at
+    each heartbeat of its stream, every second from this module's engine), and plays the
+    match to its end long before the match's turn timer (120 s, the longest) would have moved
+    for it."""
     from clients.cardgames_client import RetryPolicy
     from tests.clients.conftest import SubmitOutageProxy
 
