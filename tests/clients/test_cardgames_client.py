@@ -1272,55 +1272,57 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
     loaded machine's timer fires late)."""
     action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
 
-    async def watch(client, scripts, **kwargs):
-        client.stub = _ScriptedStreams(scripts)
-        heard, seen = [], []
-        started = time.monotonic()
-        async for event in client.spectate("m1").watch(
-                4, on_connection=lambda s: heard.append((s.state, s.error and s.error.reason,
-                                                         round(time.monotonic() - started, 1),
-                                                         s.error and s.error.message)), **kwargs):
-            seen.append((event.kind, event.seq))
-        return heard, seen
-
-    async def scenario():
+    async def watch(stub: _ScriptedStreams, **kwargs):
+        """(reconnecting / resumed states, events) of a watch of ``stub``'s streams, on a client
+        of its own."""
         client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), retry=cg.RetryPolicy(initial_backoff_s=0.001,
                                                                                           max_backoff_s=0.002))
         try:
-            # interval 0.1 s: silent for 1.3 s -> lost, reopened after seq 5
-            heard, seen = await watch(client, [([_heartbeat(4, 0.1), _event(action, 5)], SILENT),
-                                               ([_event(action, 6), _event(ended, 6)], None)])
-            assert client.stub.opened == [4, 5]
-            assert seen == [(match_pb2.EVENT_KIND_HEARTBEAT, 4), (action, 5), (action, 6), (ended, 6)]
-            assert [h[:2] for h in heard] == [(cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert heard[0][3].startswith("no message for 1.3 s (heartbeats included)"), heard
-            assert heard[0][2] >= 1.2, heard  # 1.3 s, rounded to a tenth
-
-            # given explicitly: it applies from the start, heartbeat or not
-            heard, seen = await watch(client, [([_event(action, 5)], SILENT), ([_event(ended, 5)], None)],
-                                      silence_timeout_s=0.3)
-            assert client.stub.opened == [4, 5] and [h[:2] for h in heard] == [
-                (cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert heard[0][3].startswith("no message for 0.3 s"), heard
-            assert heard[0][2] >= 0.2, heard
-
-            # no interval named (an older server), none learned yet, or 0: the stream is waited
-            # on (the three at once, each on a client of its own)
-            async def waits_on(events, kwargs) -> list[int | None]:
-                own = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), retry=client.retry)
-                try:
-                    with pytest.raises(TimeoutError):
-                        async with asyncio.timeout(2.0):
-                            await watch(own, [(events, SILENT), ([], None)], **kwargs)
-                    return own.stub.opened
-                finally:
-                    await own.close()
-
-            assert await asyncio.gather(*(waits_on(events, kwargs) for events, kwargs in (
-                ([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
-                ([_heartbeat(4, 0.1)], {"silence_timeout_s": 0})))) == [[4], [4], [4]]
+            client.stub = stub
+            heard, seen = [], []
+            started = time.monotonic()
+            async for event in client.spectate("m1").watch(
+                    4, on_connection=lambda s: heard.append((s.state, s.error and s.error.reason,
+                                                             round(time.monotonic() - started, 1),
+                                                             s.error and s.error.message)), **kwargs):
+                seen.append((event.kind, event.seq))
+            return heard, seen
         finally:
             await client.close()
+
+    async def waits_on(events, **kwargs) -> list[int | None]:
+        """The openings of a watch that still waits on its silent stream after 2 s."""
+        stub = _ScriptedStreams([(events, SILENT), ([], None)])
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.0):
+                await watch(stub, **kwargs)
+        return stub.opened
+
+    async def scenario():
+        # interval 0.1 s: silent for 1.3 s -> lost, reopened after seq 5
+        lost = _ScriptedStreams([([_heartbeat(4, 0.1), _event(action, 5)], SILENT),
+                                 ([_event(action, 6), _event(ended, 6)], None)])
+        # given explicitly: it applies from the start, heartbeat or not
+        given = _ScriptedStreams([([_event(action, 5)], SILENT), ([_event(ended, 5)], None)])
+        # every case at once, each on a client of its own
+        (heard, seen), (given_heard, _), *waited = await asyncio.gather(
+            watch(lost), watch(given, silence_timeout_s=0.3),
+            # no interval named (an older server), none learned yet, or 0: the stream is waited on
+            waits_on([_heartbeat(4, None)]), waits_on([_event(action, 5)]),
+            waits_on([_heartbeat(4, 0.1)], silence_timeout_s=0))
+
+        assert lost.opened == [4, 5]
+        assert seen == [(match_pb2.EVENT_KIND_HEARTBEAT, 4), (action, 5), (action, 6), (ended, 6)]
+        assert [h[:2] for h in heard] == [(cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
+        assert heard[0][3].startswith("no message for 1.3 s (heartbeats included)"), heard
+        assert heard[0][2] >= 1.2, heard  # 1.3 s, rounded to a tenth
+
+        assert given.opened == [4, 5] and [h[:2] for h in given_heard] == [
+            (cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
+        assert given_heard[0][3].startswith("no message for 0.3 s"), given_heard
+        assert given_heard[0][2] >= 0.2, given_heard
+
+        assert waited == [[4], [4], [4]]
 
     run(scenario(), timeout_s=30)
 
