@@ -67,8 +67,10 @@ def test_the_wire_view_is_the_rules_view(game_id):
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
+    # heartbeats every second (5 s by default): a remote bot whose move found no engine asks
+    # for the current view again at its stream's next heartbeat
     service = LocalService(log_path=tmp_path_factory.mktemp("engine") / "engine.log",
-                           args=["--bot-deadline-s", "5"])
+                           args=["--bot-deadline-s", "5", "--heartbeat-interval-s", "1"])
     service.start()
     yield service
     service.stop()
@@ -97,28 +99,35 @@ def test_a_remote_heuristic_bot_plays_a_whole_match(engine, game_id, options):
 
 
 def test_a_remote_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, capsys):
-    """A move the engine did not answer (UNAVAILABLE after the library's ten tries, ~5 s) ended
-    the remote bot with "error: UNAVAILABLE" while its stream would have come back. 15 s of
-    refused submits hitting its third decision: it decides again on the current view once
-    the engine answers, and plays the match to its end."""
+    """A move the engine did not answer (UNAVAILABLE after the client library's tries: ten,
+    ~5 s, by default) ended the remote bot with "error: UNAVAILABLE" while its stream would
+    have come back. Refused submits hitting its third decision, for an outage longer than its
+    client's tries (a quick RetryPolicy: its four tries take about a tenth of a second, the
+    outage a second): it decides again on the current view once the engine answers (asked at
+    each heartbeat of its stream, every second from this module's engine), and plays the
+    match to its end long before the match's turn timer (120 s, the longest) would have moved
+    for it."""
+    from clients.cardgames_client import RetryPolicy
     from tests.clients.conftest import SubmitOutageProxy
 
     runner = BotRunner(load_catalog(PluginSettings.resolve(environ={})))
+    policy = RetryPolicy(attempts=4, initial_backoff_s=0.02, max_backoff_s=0.05)
 
     async def go():
-        async with SubmitOutageProxy(engine.target, after=3, outage_s=15.0) as proxy:
-            async with connect(proxy.target) as client:
+        async with SubmitOutageProxy(engine.target, after=3, outage_s=1.0) as proxy:
+            async with connect(proxy.target, retry=policy) as client:
                 await client.wait_ready()
-                summary = await client.create_match("japanese_joker", options={"target_score": 11},
-                                                    seats=[None, "random"])
+                summary = await client.create_match("japanese_joker", seats=[None, "random"],
+                                                    options={"target_score": 11, "turn_time_s": 120})
                 session = await client.join(summary.match_id, seat=0, player_name="remote")
                 final, stats = await remote_bot.play_seat(session, runner, "heuristic", "japanese_joker",
                                                           budget_s=0.5, seed=3)
             return final, stats, proxy.refused
 
-    final, stats, refused = asyncio.run(asyncio.wait_for(go(), 150))
+    final, stats, refused = asyncio.run(asyncio.wait_for(go(), 60))  # far within the turn timer
     assert final.status == remote_bot.match_pb2.MATCH_STATUS_FINISHED
-    assert refused >= 10 and stats.unanswered >= 1
+    # every try of the first refused submit was refused: the client's own retries ran out
+    assert refused >= policy.attempts and stats.unanswered >= 1
     assert "deciding again once it is back" in capsys.readouterr().err
 
 
@@ -168,7 +177,7 @@ def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
             session = await client.join(summary.match_id, seat=0, player_name="failing")
             # an overrunning bot runs past a short budget; the others fail at once, and get a
             # budget a loaded machine cannot turn into a timeout
-            budget_s = 0.2 if failure == "timeout" else 5.0
+            budget_s = 0.05 if failure == "timeout" else 5.0
             return await remote_bot.play_seat(session, runner, bot, "klaberjass", budget_s=budget_s)
 
     final, stats = asyncio.run(asyncio.wait_for(go(), 300))

@@ -68,6 +68,25 @@ def node() -> str:
     return npm_ci(NODE_DIR)
 
 
+#: Loaded before play_vs_bot.js (``node --require``): the program's Client waits 20 ms before
+#: each of a call's ten tries (its ``backoffMs`` option; by default a jittered backoff of about
+#: 5 s in all), so an outage longer than those tries can be a second or two.
+_QUICK_RETRIES = """
+const cardgames = require(LIBRARY);
+const { Client } = cardgames;
+cardgames.Client = class extends Client {
+  constructor(target, options = {}) { super(target, { backoffMs: () => 20, ...options }); }
+};
+"""
+
+
+def quick_retries(folder: Path) -> list[str]:
+    """The arguments of ``node`` that load :data:`_QUICK_RETRIES` before the program."""
+    script = folder / "quick_retries.js"
+    script.write_text(_QUICK_RETRIES.replace("LIBRARY", json.dumps(str(NODE_DIR / "cardgames.js"))))
+    return ["--require", str(script)]
+
+
 def test_npm_ci_never_runs_through_a_linked_node_modules(tmp_path):
     """Regression: a checkout whose clients/node/node_modules links to another checkout's
     had its lock file newer than the linked modules (a fresh clone), so the fixture ran
@@ -142,7 +161,9 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
                                 text=True, timeout=180)
         assert played.returncode == 0, played.stdout + played.stderr
         assert json.loads(played.stdout.strip().splitlines()[-1])["status"] == "MATCH_STATUS_FINISHED"
-        refused = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+        # its ten tries 20 ms apart, not ~5 s: the name check fails every time either way
+        refused = subprocess.run([node, *quick_retries(tmp_path), *base[1:]], cwd=NODE_DIR, capture_output=True,
+                                 text=True, timeout=120)
         assert refused.returncode == 1 and "error: UNAVAILABLE" in refused.stderr, refused.stderr
     missing = subprocess.run([node, "play_vs_bot.js", "--ca", str(tmp_path / "nope.pem")], cwd=NODE_DIR,
                              capture_output=True, text=True, timeout=60)
@@ -564,13 +585,14 @@ def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
 
 def test_node_watch_hook_through_a_long_outage(engine, node):
     """The Node client's watch() tells its onConnection hook that the stream dropped
-    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and, after 10 s of refused
-    connections (grpc-js's own reconnection backoff, capped at a second by the library, grown
-    meanwhile), that it is back (resumed) on the reopening that was waiting when the engine
-    returned, then the actions played meanwhile, each once. That reopening's delay is made
-    600 s, far beyond the test's time limit: the stream is back only if the channel connecting
-    cut the wait short (Client.pause), as the Python library's (the jittered delay alone made
-    the stream come back up to 2 s after the engine; a CI run saw 3 s)."""
+    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and, after 4 s of refused
+    connections (grpc-js's own reconnection backoff at its cap by then: a second, the
+    library's channel option), that it is back (resumed) on the reopening that was waiting
+    when the engine returned, then the actions played meanwhile, each once. That reopening's
+    delay is made 600 s, far beyond the test's time limit: the stream is back only if the
+    channel connecting cut the wait short (Client.pause), as the Python library's (the
+    jittered delay alone made the stream come back up to 2 s after the engine; a CI run saw
+    3 s)."""
     never_ms = 600_000
 
     async def scenario():
@@ -588,7 +610,7 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
                 await read_until(lambda: {"seq": 1} in lines, 30)
                 await proxy.__aexit__(None, None, None)  # refused from now on
                 await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 30)
-                await asyncio.sleep(10)
+                await asyncio.sleep(4)
                 watcher.stdin.write(f"{never_ms}\n".encode())
                 await watcher.stdin.drain()
                 await read_until(lambda: any(l.get("delay") == never_ms for l in lines), 30)
@@ -623,11 +645,11 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
 
 def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
     """Through a proxy that holds every byte and closes nothing, the Node client's watch() of
-    an engine sending heartbeats every 0.3 s tells its hook ``reconnecting`` (UNAVAILABLE,
+    an engine sending heartbeats every 0.1 s tells its hook ``reconnecting`` (UNAVAILABLE,
     STREAM_SILENT) for a silence of 3 intervals + 1 s, the limit it learned from the heartbeats
     (keepalive alone: up to 40 s), and once the bytes flow again ``resumed``, then the action
     played meanwhile, once."""
-    service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
+    service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.1"])
     service.start()
 
     async def scenario():
@@ -654,7 +676,7 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
             assert all(l["code"] == "UNAVAILABLE" and l["reason"] == "STREAM_SILENT"
                        for l in states if l["state"] == "reconnecting"), states
             # cut at 3 heartbeat intervals + 1 s, not keepalive's 40 s
-            assert ": no message for 1.9 s (heartbeats included)" in states[0]["message"], states
+            assert ": no message for 1.3 s (heartbeats included)" in states[0]["message"], states
             assert states[-1]["state"] == "resumed", states
             assert [l["seq"] for l in lines if "seq" in l] == [1, played]
 
@@ -664,25 +686,34 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
         assert service.stop() == 0, service.log_tail()
 
 
-def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, node):
+def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, node, tmp_path):
     """play_vs_bot.js gave up after ~5 s of outage: a submit that found no engine failed after
     the client's ten tries and ended the program (exit status 1) while its watch would have
-    come back. 15 s of refused submits, hitting its third decision: it decides again on the
-    current view once the engine answers, and plays the match to its end."""
+    come back. Refused submits hitting its third decision for 1.5 s, longer than those ten
+    tries (20 ms apart here: :data:`_QUICK_RETRIES`): it decides again on the current view
+    once the engine answers, and plays the match to its end long before the match's turn
+    timer (120 s, the longest) would have moved for it."""
+    preload = quick_retries(tmp_path)
+
     async def scenario():
-        async with SubmitOutageProxy(engine.target, after=3, outage_s=15.0) as proxy:
+        async with SubmitOutageProxy(engine.target, after=3, outage_s=1.5) as proxy:
             played = await asyncio.create_subprocess_exec(
-                node, "play_vs_bot.js", "--target", proxy.target, "--game", "japanese_joker", "--bot", "random",
-                "--option", "target_score=11", cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE)
-            out, err = await asyncio.wait_for(played.communicate(), 150)
+                node, *preload, "play_vs_bot.js", "--target", proxy.target, "--game", "japanese_joker",
+                "--bot", "random", "--option", "target_score=11", "--option", "turn_time_s=120", cwd=NODE_DIR,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                out, err = await asyncio.wait_for(played.communicate(), 60)  # far within the turn timer
+            finally:
+                if played.returncode is None:
+                    played.kill()
+                    await played.wait()
             assert played.returncode == 0, err.decode()[-3000:]
             assert proxy.refused >= 10  # the client's own retries ran out at least once
             assert re.search(r"^submit failed: UNAVAILABLE .*\(1 of 30\)$", err.decode(), re.M), err.decode()[-3000:]
             summary = json.loads(out.decode().strip().splitlines()[-1])
             assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["deals_verified"] >= 1
 
-    run(scenario(), timeout_s=180)
+    run(scenario(), timeout_s=90)
 
 
 # ---- clients/node/README.md ----------------------------------------------------------------

@@ -24,7 +24,7 @@ from clients.play import PlayApp
 from clients.watch import WatchApp
 from engine_service.transport.generated import match_pb2
 
-from .conftest import run
+from .conftest import ADMIN_TOKEN, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,22 +46,31 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
-def test_play_screen_plays_a_whole_japanese_joker_match(tmp_path):
+#: A first deck (JJK-3.2 - 3.4: even positions to the declarer, odd ones to the other seat)
+#: that gives the declarer both jokers, every spade and the four best hearts and diamonds:
+#: with spades trump (the first choice, JJK-3.3) no card of the other seat wins a trick, so
+#: the declarer takes all 18 (JJK-6) and the match to 11 ends with its first deal (JJK-8.2).
+_ROUT = [card for pair in zip(
+    ["X1", "X2", "AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "AH", "KH", "QH", "JH", "AD", "KD", "QD", "JD"],
+    ["TH", "9H", "8H", "7H", "6H", "TD", "9D", "8D", "7D", "6D", "AC", "KC", "QC", "JC", "TC", "9C", "8C", "7C"])
+    for card in pair]
+
+
+def test_play_screen_plays_a_whole_japanese_joker_match(engine):
     """Through textual's harness: the screen shows the hand, the columns, the trick, the
     deadline and the legal actions; pressing 1 / Enter plays until the match is over.
 
-    Its own engine plays each bot move as soon as it is decided (--bot-pace-s 0, as every
-    engine the tests start does through tests/conftest.py's CARDGAMES_BOT_PACE_S; the default
-    2 s of GJ-11.8 / JJK-9.7 would be some 20 s of this match in all)."""
-    from clients.local_service import LocalService
-
-    engine = LocalService(log_path=tmp_path / "engine.log", args=["--bot-pace-s", "0", "--bot-deadline-s", "5"])
+    The player declares the first deal, dealt from :data:`_ROUT` (admin decks): one deal of
+    18 tricks is the whole match. A random deck made it some seven deals against the random
+    bot, over a hundred presses (about 25 s)."""
 
     async def scenario():
-        async with cg.connect(engine.target) as client:
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
             match = await client.create_match("japanese_joker", seats=[None, "random"], turn_time_s=0,
-                                              options={"target_score": 11, "turn_time_s": 120})
+                                              options={"target_score": 11, "turn_time_s": 120},
+                                              decks=[_ROUT], first_dealer=0)
             me = await client.join(match.match_id, player_name="ada")
+            assert me.seat == 0
             app = PlayApp(me, await me.summary())
             seen_columns = seen_hand = seen_countdown = False
             presses = 0
@@ -81,15 +90,11 @@ def test_play_screen_plays_a_whole_japanese_joker_match(tmp_path):
                         presses += 1
                 final = await me.summary()
             assert final.status == match_pb2.MATCH_STATUS_FINISHED, "the match did not end in time"
-            assert presses >= 18  # a match to 11 may end after one deal: a card in each of its 18 tricks
+            assert app.result is not None, "the screen never showed the result"
+            assert presses == 19  # the trump, then a card in each of the deal's 18 tricks
             assert seen_hand and seen_columns and seen_countdown
 
-    with engine:
-        try:
-            run(scenario(), timeout_s=200)
-        except BaseException:
-            print(engine.log_tail(40))  # shown with the failure
-            raise
+    run(scenario(), timeout_s=200)
 
 
 def test_play_screen_reports_a_stale_choice(engine):

@@ -501,7 +501,14 @@ test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and
     return { opened, heard, seen };
   };
 
-  const lost = await watch([[[heartbeat(4, 0.1), action(5)], SILENT], [[action(6), ended(6)]]]);
+  // every case at once, each watch on a client of its own
+  const waiting = (events, options) => Promise.race([watch([[events, SILENT], [[]]], options).then(() => 'ended'),
+    sleep(2000).then(() => 'waiting')]);
+  const [lost, given, ...outcomes] = await Promise.all([
+    watch([[[heartbeat(4, 0.1), action(5)], SILENT], [[action(6), ended(6)]]]),
+    watch([[[action(5)], SILENT], [[ended(5)]]], { silenceTimeoutMs: 300 }),
+    // no interval named, none learned yet, or silenceTimeoutMs 0: it waits on
+    waiting([heartbeat(4)], {}), waiting([action(5)], {}), waiting([heartbeat(4, 0.1)], { silenceTimeoutMs: 0 })]);
   assert.deepStrictEqual(lost.opened, [4, 5]);
   assert.deepStrictEqual(lost.seen, [['EVENT_KIND_HEARTBEAT', 4], ['EVENT_KIND_ACTION', 5], ['EVENT_KIND_ACTION', 6], ['EVENT_KIND_MATCH_ENDED', 6]]);
   assert.deepStrictEqual(lost.heard.map((h) => h.slice(0, 2)), [[RECONNECTING, 'UNAVAILABLE STREAM_SILENT'], [RESUMED, undefined]]);
@@ -509,15 +516,11 @@ test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and
   assert.ok(lost.heard[0][3].includes(': no message for 1.3 s (heartbeats included)'), `${lost.heard[0]}`);
   assert.ok(lost.heard[0][2] >= 1250, `${lost.heard[0][2]} ms`);
 
-  const given = await watch([[[action(5)], SILENT], [[ended(5)]]], { silenceTimeoutMs: 300 });
   assert.deepStrictEqual(given.opened, [4, 5]);
   assert.ok(given.heard[0][1] === 'UNAVAILABLE STREAM_SILENT' && given.heard[0][3].includes(': no message for 0.3 s ('), `${given.heard}`);
   assert.ok(given.heard[0][2] >= 250, `${given.heard}`);
 
-  for (const [events, options] of [[[heartbeat(4)], {}], [[action(5)], {}], [[heartbeat(4, 0.1)], { silenceTimeoutMs: 0 }]]) {
-    const outcome = await Promise.race([watch([[events, SILENT], [[]]], options).then(() => 'ended'), sleep(2000).then(() => 'waiting')]);
-    assert.strictEqual(outcome, 'waiting');
-  }
+  assert.deepStrictEqual(outcomes, ['waiting', 'waiting', 'waiting']);
 });
 
 test('watch() reopens a stream cut while the match waited without after_seq: the started view, then each action once', async () => {
@@ -824,8 +827,8 @@ test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again thr
 
 test('a call refused by a rate limit is sent again after the RetryInfo delay, within 10 tries', async () => {
   const { Client, Seat } = require('../cardgames');
-  const fake = (failures) => {
-    const client = new Client('127.0.0.1:9');
+  const fake = (failures, options) => {
+    const client = new Client('127.0.0.1:9', options);
     client.stub.close();
     const calls = [];
     client.stub = {
@@ -866,8 +869,9 @@ test('a call refused by a rate limit is sent again after the RetryInfo delay, wi
   const full = fake([{ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata }]);
   await assert.rejects(full.client.createMatch('klaberjass'), (error) => error.reason === 'MAX_MATCHES');
   assert.strictEqual(full.calls.length, 1);
-  // refused every time: the tenth refusal is thrown
-  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)));
+  // refused every time: the tenth refusal is thrown (each retry after the 1 ms RetryInfo delay
+  // alone: the default backoff would add ~5 s)
+  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)), { backoffMs: () => 0 });
   await assert.rejects(new Seat(always.client, 'm1', 0, 't').view(), (error) => error.reason === 'RATE_LIMITED');
   assert.strictEqual(always.calls.length, 10);
 });
