@@ -556,7 +556,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True, quiet: b
             except (TypeError, ValueError) as exc:
                 fail(plugin, "spec", exc)
                 continue
-            except Exception as exc:  # noqa: BLE001: the plugin's code (a `games` generator) raised
+            except Exception as exc:  # noqa: BLE001 - the plugin's code (a `games` generator) raised
                 fail(plugin, "spec", exc, plugin_code=True)
                 continue
             if spec.name in catalog.entries:

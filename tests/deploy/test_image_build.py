@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 from .promql import DEPLOY, ROOT
 

@@ -18,7 +18,7 @@ import pytest
 
 from engine_service.rules import CHANCE, TERMINAL, get_game
 
-from .checks_georgian_joker import OPTION_SETS, deck_for, fill_hands
+from .checks_georgian_joker import OPTION_SETS, deck_for
 from .georgian_joker_oracle import CHANCE as M_CHANCE
 from .georgian_joker_oracle import PACK, TERMINAL as M_TERMINAL
 from .georgian_joker_oracle import Model, legal_cards, trick_winner

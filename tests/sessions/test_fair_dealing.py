@@ -562,8 +562,6 @@ def test_a_reveal_replays_the_match_under_its_own_options():
     (JJ-2.7, JJ-A4) the information card turned up is D[19], so a match terminated once it is
     on show reveals D[19] and not the bottom card D[31], which the table never saw (JJ-2.8:
     the unused cards are never revealed)."""
-    pack = frozenset(card_code(c) for c in get_game("jojotte").pack)
-
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "jojotte", options={"jj_info_card": "next"})

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from engine_service.rules.errors import RulesError
 from engine_service.sessions.api import Principal, StaleSequence
-from tests.rules.playout import cards_in, current_deal_cards_in, mask_codes, without_previous_deal_trick
+from tests.rules.playout import cards_in, current_deal_cards_in, mask_codes
 
 from .helpers import GAMES, collect, config, manager, open_match, run
 

@@ -2314,7 +2314,7 @@ def test_a_resumed_window_is_logged_with_the_time_it_has_left(tmp_path):
         return [e for e in logs if e["event"] == "grace_resumed"]
 
     resumed = run(after())
-    assert [(e["seat"], e["taken_over"]) for e in resumed] == [(0, False)]
+    assert [(e["match_id"], e["seat"], e["taken_over"]) for e in resumed] == [(match_id, 0, False)]
     assert resumed[0]["away_s"] == pytest.approx(0.1, abs=0.03)
     assert resumed[0]["left_s"] == pytest.approx(0.2, abs=0.03)
 

@@ -8,7 +8,6 @@ said ``conceal``; Klaberjass's record kept ``declare`` too."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import pytest

@@ -311,7 +311,6 @@ def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
         async with manager(config(reconnect_grace_s=5.0)) as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
             m = mgr._matches[match_id]
-            mgr.config.__dict__  # frozen config: the turn time scales through time_scale only
             streams = await connect_all(mgr, match_id, ps)
             absent = m.state.to_act()
             await streams[absent].close()

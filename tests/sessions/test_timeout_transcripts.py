@@ -14,7 +14,6 @@ import asyncio
 import pytest
 
 from engine_service.rules import transcript
-from engine_service.sessions.api import CreateMatchRequest
 
 from .helpers import Stream, config, manager, open_match, run
 

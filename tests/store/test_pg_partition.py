@@ -30,7 +30,6 @@ from structlog.testing import capture_logs
 from engine_service.store import StoreError, StoreInUse
 from engine_service.store import pg_ownership
 from engine_service.store.postgres import PostgresStore
-from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.transport.engine_process import Service
 from tests.transport.harness import bearer
 from tests.transport.players import create_open_match, export_transcript, play_through_outage

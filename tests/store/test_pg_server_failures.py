@@ -14,14 +14,13 @@ import threading
 import time
 
 import grpc
-import psycopg
 import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.store import ActionRecord, OwnershipLost, StoreError
 from engine_service.store.postgres import PostgresStore
-from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
+from engine_service.transport.generated import card_games_pb2 as pb
 from tests.transport.engine_process import Service
 from tests.transport.harness import bearer
 from tests.transport.players import create_open_match, export_transcript, play_through_outage

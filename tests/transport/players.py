@@ -3,7 +3,6 @@ stream, spectators, and the audience "truth" rebuilt from the admin's transcript
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import math
