@@ -7,6 +7,7 @@ import asyncio
 import os
 import re
 import signal
+import threading
 import time
 
 import pytest
@@ -101,6 +102,8 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
         if failure == "timeout":
             assert "the worker was killed" in d.detail, d
             assert deadline - 0.1 < d.elapsed_s < 30.0, d
+        if failure == "crash":  # its process ended: the kind of failure, nothing the bot said
+            assert d.detail == "the worker process exited", d
         failed = [e for e in logs if e["event"] == "bot_decision_failed"]
         assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
         # nothing the bot said reaches the log (its message names cards of its hand)
@@ -580,6 +583,28 @@ def test_one_bot_cannot_hold_every_worker():
     run(with_host(body))
 
 
+def test_one_bot_holds_all_workers_but_one_at_once(monkeypatch, tmp_path):
+    """With three workers a bot may hold two at once (workers - 1, docs/bots.md): its two
+    decisions run side by side (a pool that gave it one slot would queue the second behind
+    the first), a third waits for a slot until its deadline, and another bot is answered
+    meanwhile by the worker left free."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
+    async def body(host):
+        assert host._pool.per_bot == 2
+        held = [asyncio.create_task(host.decide("holds", "klaberjass", s, VIEW, LEGAL, 1, 30.0)) for s in (0, 1)]
+        await asyncio.sleep(0.05)
+        assert host._pool._idle.qsize() == 1  # the first two took a worker each, at once
+        third = await host.decide("holds", "klaberjass", 2, VIEW, LEGAL, 1, 0.3)
+        assert third.failure == "timeout" and "slot" in third.detail, third
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+        assert not any(t.done() for t in held)
+        (tmp_path / "release").touch()
+        assert [d.action for d in await asyncio.gather(*held)] == [LEGAL[0], LEGAL[0]]
+
+    run(with_host(body, workers=3, plugins=("tests.plugins.holds",)))
+
+
 def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
     async def body(host):
         zygote = host._pool._zygote
@@ -887,16 +912,38 @@ def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
     run(with_host(body, workers=1))
 
 
-def test_a_spare_being_started_is_not_listed_in_rotation():
+def test_a_spare_being_started_is_not_listed_in_rotation(monkeypatch):
     """A spare forked but not yet ready (a zygote's fork is as quick as a worker's) is no
-    worker in rotation: pids() lists only those (host.worker_pids)."""
-    async def body(host):
-        (in_rotation,) = host.worker_pids()
-        starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
-        assert starting.alive() and starting in host._pool._workers
-        assert host.worker_pids() == [in_rotation]
+    worker in rotation: pids() lists only those (host.worker_pids), here while the pool's own
+    start has forked its worker and both spares and none has said it is ready yet."""
+    from engine_service.plugins import pool as P
 
-    run(with_host(body, workers=1, plugins=()))
+    ready, gate = P.WorkerProcess.wait_ready, threading.Event()
+
+    def wait_ready(self, timeout):
+        gate.wait(30.0)  # a hang guard
+        return ready(self, timeout)
+
+    monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            host.warm()
+            await until(lambda: len(host._pool._workers) == 1 + P.SPARES)
+            starting = {w.pid for w in host._pool._workers if w.alive()}
+            assert len(starting) == 1 + P.SPARES and len(starting & set(host.worker_pids())) <= 1
+            gate.set()
+            assert await host.start()
+            (in_rotation,) = host.worker_pids()
+            starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
+            assert starting.alive() and starting in host._pool._workers
+            assert host.worker_pids() == [in_rotation]
+        finally:
+            gate.set()
+            await host.close()
+
+    run(body())
 
 
 def test_a_worker_that_answered_stays_in_rotation():
@@ -1513,6 +1560,35 @@ def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
                 workers_pool._new_worker()
         (worker,) = started
         assert worker.broken and not worker.alive() and worker.conn.closed
+        assert not workers_pool._workers
+    finally:
+        workers_pool.close_sync()
+        workers_pool._zygote.process.wait(30)
+
+
+def test_a_fork_refused_because_the_pool_closed_meanwhile_is_no_failure():
+    """A worker's fork under way when the pool closes (at the interpreter's exit, close_sync,
+    which kills the zygote) is refused by the zygote: the pool's start ends quietly
+    (PoolClosed), and neither logs the refusal as a failed zygote nor starts a
+    fresh-interpreter worker in its place after the pool has closed."""
+    from engine_service.plugins import pool as P
+
+    host = BotHost(plugins=(), workers=1)
+    workers_pool = host._pool
+    fork = P.Zygote.fork
+
+    def close_then_fork(zygote):
+        workers_pool.close_sync()  # the pool closes while the worker is being forked
+        workers_pool._zygote.process.wait(30)
+        return fork(zygote)
+
+    try:
+        with pytest.MonkeyPatch.context() as patched, capture_logs() as logs:
+            patched.setattr(P.Zygote, "fork", close_then_fork)
+            patched.setattr(P, "_spawn_process", lambda *a, **k: pytest.fail("a worker started after the pool closed"))
+            with pytest.raises(P.PoolClosed):
+                workers_pool._new_worker()
+        assert not [e for e in logs if e["log_level"] == "error"], logs
         assert not workers_pool._workers
     finally:
         workers_pool.close_sync()
