@@ -2043,14 +2043,21 @@ def _worker_on_a_socketpair():
     return WorkerProcess(proc.pid, ours.detach(), proc), proc, Connection(theirs.detach())
 
 
-def test_a_worker_that_answers_with_something_other_than_a_reply_is_killed_as_a_crash():
-    """A message that is no Reply (a forged or garbled answer) is the worker's crash: the
-    decision fails as ``crash`` and the worker is killed, never handed out again."""
+@pytest.mark.parametrize("garbled", [False, True], ids=["no-reply", "no-message"])
+def test_a_worker_that_answers_with_something_other_than_a_reply_is_killed_as_a_crash(garbled):
+    """A message that is no Reply (a forged or garbled answer), or bytes that are no message
+    at all (a bot wrote to its worker's socket), is the worker's crash: the decision fails as
+    ``crash`` and the worker is killed, never handed out again. The bytes raised the
+    unpickler's error out of the call: the decision was a host error, and the worker went
+    back to the idle ones, its socket's next message maybe an answer to another decision."""
     from engine_service.plugins.runner import CRASH
 
     worker, proc, peer = _worker_on_a_socketpair()
     try:
-        peer.send(("not", "a", "reply"))
+        if garbled:
+            peer.send_bytes(b"not a pickle")
+        else:
+            peer.send(("not", "a", "reply"))
         reply = worker.call(("random", "state"), time.monotonic() + 10.0)
         assert reply.action is None and reply.failure == CRASH
         assert "unexpected message" in reply.detail
@@ -2159,6 +2166,20 @@ def test_a_worker_whose_first_word_is_not_ready_is_killed(said):
         worker.kill()
         peer.close()
 
+
+
+def test_a_stopped_worker_whose_last_message_is_unreadable_is_killed_all_the_same():
+    """A worker stopped (the pool's close) while its socket holds bytes that are no message
+    (a bot wrote to it) is killed and reaped all the same: the unpickler's error left it
+    running, and the close raised it."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.send_bytes(b"not a pickle")
+        worker.stop()
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
 
 
 def test_a_stopped_worker_is_asked_to_exit_and_given_the_time_to():
