@@ -499,6 +499,37 @@ def test_a_worker_lost_by_a_decision_that_waited_for_it_until_little_was_left_is
     run(with_host(body, workers=1))
 
 
+@pytest.mark.parametrize("share, charged", [(0.55, True), (0.45, False)])
+def test_a_lost_worker_counts_against_its_bot_only_with_half_its_time_left(share, charged, monkeypatch):
+    """The fair share is half (docs/bots.md): a decision that got its worker with less than
+    half of its time left and then cost the worker is no strike, one with more is. The wait
+    for the worker is feigned, exactly: the pool's clock says the decision was asked for so
+    long before that ``share`` of its time was left when the worker took it."""
+    from types import SimpleNamespace
+
+    from engine_service.plugins import pool as P
+
+    left_s = 10.0
+    asked: list[float] = []
+
+    def monotonic() -> float:  # the pool's first reading is when the decision was asked for
+        now = time.monotonic()
+        if not asked:
+            asked.append(now)
+            return now - (left_s / share - left_s)
+        return now
+
+    async def body(host):
+        monkeypatch.setattr(P, "time", SimpleNamespace(monotonic=monotonic))
+        with capture_logs() as logs:
+            d = await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, left_s)
+        assert d.failure == "crash", d
+        assert [e["charged"] for e in logs if e["event"] == "bot_worker_replaced"] == [charged]
+        assert host._health["exits"].strikes == int(charged)
+
+    run(with_host(body, workers=1))
+
+
 class _HostClock:
     """The bot host's own clock (``host.time``), standing still until the test moves it: a
     bench's length and end are then checked exactly, whatever the load. The pool keeps the
