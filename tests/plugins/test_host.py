@@ -939,6 +939,8 @@ def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
         await until(lambda: len(host._pool._spares) == SPARES)
         assert host._pool._spares_starting == 0 and in_rotation not in {w.pid for w in host._pool._spares}
         assert host._pool._zygote is zygote and zygote.alive()
+        # a zygote that has forked may take 10 s for the next fork, then it is killed (docs/bots.md)
+        assert zygote._control.gettimeout() == 10.0
 
     run(with_host(body, workers=1))
 
@@ -1323,7 +1325,8 @@ def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypat
     itself, and says so (bot_worker_catalog_unknown), instead of failing to start."""
     from engine_service.plugins.pool import WorkerPool
 
-    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: None)
+    waits: list = []
+    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: waits.append(timeout))
 
     async def body(host):
         names = [b.name for b in host.bots()]
@@ -1334,6 +1337,7 @@ def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypat
                       load_timeout_s=1.0))
     assert [e["log_level"] for e in logs if e["event"] == "bot_worker_catalog_unknown"] == ["error"]
     assert not [e for e in logs if e["event"] == "bot_plugin_failed"], logs
+    assert waits == [120.0]  # how long the engine waits for the report (docs/bots.md)
 
 
 def test_the_service_starts_its_bot_workers_before_the_first_decision():
