@@ -574,6 +574,9 @@ class WorkerProcess:
         except (EOFError, OSError):
             self.kill()
             return Reply(None, CRASH, "the worker process exited")
+        except Exception:  # bytes no message unpickles from (a bot wrote to the socket): as garbled
+            self.kill()
+            return Reply(None, CRASH, "the worker sent an unexpected message")
         self.kill()
         return Reply(None, TIMEOUT, "no answer before the deadline; the worker was killed")
 
@@ -583,7 +586,7 @@ class WorkerProcess:
             self.conn.send(None)
             if self.conn.poll(SHUTDOWN_GRACE_S):
                 self.conn.recv()
-        except (EOFError, OSError):
+        except Exception:  # ended (EOFError, OSError), or its last bytes no message: killed all the same
             pass
         self.kill()
 

@@ -7,6 +7,7 @@ import asyncio
 import os
 import re
 import signal
+import threading
 import time
 
 import pytest
@@ -101,6 +102,8 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
         if failure == "timeout":
             assert "the worker was killed" in d.detail, d
             assert deadline - 0.1 < d.elapsed_s < 30.0, d
+        if failure == "crash":  # its process ended: the kind of failure, nothing the bot said
+            assert d.detail == "the worker process exited", d
         failed = [e for e in logs if e["event"] == "bot_decision_failed"]
         assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
         # nothing the bot said reaches the log (its message names cards of its hand)
@@ -496,6 +499,37 @@ def test_a_worker_lost_by_a_decision_that_waited_for_it_until_little_was_left_is
     run(with_host(body, workers=1))
 
 
+@pytest.mark.parametrize("share, charged", [(0.55, True), (0.45, False)])
+def test_a_lost_worker_counts_against_its_bot_only_with_half_its_time_left(share, charged, monkeypatch):
+    """The fair share is half (docs/bots.md): a decision that got its worker with less than
+    half of its time left and then cost the worker is no strike, one with more is. The wait
+    for the worker is feigned, exactly: the pool's clock says the decision was asked for so
+    long before that ``share`` of its time was left when the worker took it."""
+    from types import SimpleNamespace
+
+    from engine_service.plugins import pool as P
+
+    left_s = 10.0
+    asked: list[float] = []
+
+    def monotonic() -> float:  # the pool's first reading is when the decision was asked for
+        now = time.monotonic()
+        if not asked:
+            asked.append(now)
+            return now - (left_s / share - left_s)
+        return now
+
+    async def body(host):
+        monkeypatch.setattr(P, "time", SimpleNamespace(monotonic=monotonic))
+        with capture_logs() as logs:
+            d = await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, left_s)
+        assert d.failure == "crash", d
+        assert [e["charged"] for e in logs if e["event"] == "bot_worker_replaced"] == [charged]
+        assert host._health["exits"].strikes == int(charged)
+
+    run(with_host(body, workers=1))
+
+
 class _HostClock:
     """The bot host's own clock (``host.time``), standing still until the test moves it: a
     bench's length and end are then checked exactly, whatever the load. The pool keeps the
@@ -578,6 +612,28 @@ def test_one_bot_cannot_hold_every_worker():
         assert (first.failure, second.failure) == ("timeout", "timeout")
         assert "killed" in first.detail and "slot" in second.detail, (first.detail, second.detail)
     run(with_host(body))
+
+
+def test_one_bot_holds_all_workers_but_one_at_once(monkeypatch, tmp_path):
+    """With three workers a bot may hold two at once (workers - 1, docs/bots.md): its two
+    decisions run side by side (a pool that gave it one slot would queue the second behind
+    the first), a third waits for a slot until its deadline, and another bot is answered
+    meanwhile by the worker left free."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
+    async def body(host):
+        assert host._pool.per_bot == 2
+        held = [asyncio.create_task(host.decide("holds", "klaberjass", s, VIEW, LEGAL, 1, 30.0)) for s in (0, 1)]
+        await asyncio.sleep(0.05)
+        assert host._pool._idle.qsize() == 1  # the first two took a worker each, at once
+        third = await host.decide("holds", "klaberjass", 2, VIEW, LEGAL, 1, 0.3)
+        assert third.failure == "timeout" and "slot" in third.detail, third
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+        assert not any(t.done() for t in held)
+        (tmp_path / "release").touch()
+        assert [d.action for d in await asyncio.gather(*held)] == [LEGAL[0], LEGAL[0]]
+
+    run(with_host(body, workers=3, plugins=("tests.plugins.holds",)))
 
 
 def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
@@ -883,20 +939,44 @@ def test_a_lost_worker_is_replaced_at_once_by_a_live_spare():
         await until(lambda: len(host._pool._spares) == SPARES)
         assert host._pool._spares_starting == 0 and in_rotation not in {w.pid for w in host._pool._spares}
         assert host._pool._zygote is zygote and zygote.alive()
+        # a zygote that has forked may take 10 s for the next fork, then it is killed (docs/bots.md)
+        assert zygote._control.gettimeout() == 10.0
 
     run(with_host(body, workers=1))
 
 
-def test_a_spare_being_started_is_not_listed_in_rotation():
+def test_a_spare_being_started_is_not_listed_in_rotation(monkeypatch):
     """A spare forked but not yet ready (a zygote's fork is as quick as a worker's) is no
-    worker in rotation: pids() lists only those (host.worker_pids)."""
-    async def body(host):
-        (in_rotation,) = host.worker_pids()
-        starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
-        assert starting.alive() and starting in host._pool._workers
-        assert host.worker_pids() == [in_rotation]
+    worker in rotation: pids() lists only those (host.worker_pids), here while the pool's own
+    start has forked its worker and both spares and none has said it is ready yet."""
+    from engine_service.plugins import pool as P
 
-    run(with_host(body, workers=1, plugins=()))
+    ready, gate = P.WorkerProcess.wait_ready, threading.Event()
+
+    def wait_ready(self, timeout):
+        gate.wait(30.0)  # a hang guard
+        return ready(self, timeout)
+
+    monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            host.warm()
+            await until(lambda: len(host._pool._workers) == 1 + P.SPARES)
+            starting = {w.pid for w in host._pool._workers if w.alive()}
+            assert len(starting) == 1 + P.SPARES and len(starting & set(host.worker_pids())) <= 1
+            gate.set()
+            assert await host.start()
+            (in_rotation,) = host.worker_pids()
+            starting = host._pool._new_worker(spare=True)  # forked; not ready, not admitted yet
+            assert starting.alive() and starting in host._pool._workers
+            assert host.worker_pids() == [in_rotation]
+        finally:
+            gate.set()
+            await host.close()
+
+    run(body())
 
 
 def test_a_worker_that_answered_stays_in_rotation():
@@ -1245,7 +1325,8 @@ def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypat
     itself, and says so (bot_worker_catalog_unknown), instead of failing to start."""
     from engine_service.plugins.pool import WorkerPool
 
-    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: None)
+    waits: list = []
+    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: waits.append(timeout))
 
     async def body(host):
         names = [b.name for b in host.bots()]
@@ -1256,6 +1337,7 @@ def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypat
                       load_timeout_s=1.0))
     assert [e["log_level"] for e in logs if e["event"] == "bot_worker_catalog_unknown"] == ["error"]
     assert not [e for e in logs if e["event"] == "bot_plugin_failed"], logs
+    assert waits == [120.0]  # how long the engine waits for the report (docs/bots.md)
 
 
 def test_the_service_starts_its_bot_workers_before_the_first_decision():
@@ -1513,6 +1595,35 @@ def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
                 workers_pool._new_worker()
         (worker,) = started
         assert worker.broken and not worker.alive() and worker.conn.closed
+        assert not workers_pool._workers
+    finally:
+        workers_pool.close_sync()
+        workers_pool._zygote.process.wait(30)
+
+
+def test_a_fork_refused_because_the_pool_closed_meanwhile_is_no_failure():
+    """A worker's fork under way when the pool closes (at the interpreter's exit, close_sync,
+    which kills the zygote) is refused by the zygote: the pool's start ends quietly
+    (PoolClosed), and neither logs the refusal as a failed zygote nor starts a
+    fresh-interpreter worker in its place after the pool has closed."""
+    from engine_service.plugins import pool as P
+
+    host = BotHost(plugins=(), workers=1)
+    workers_pool = host._pool
+    fork = P.Zygote.fork
+
+    def close_then_fork(zygote):
+        workers_pool.close_sync()  # the pool closes while the worker is being forked
+        workers_pool._zygote.process.wait(30)
+        return fork(zygote)
+
+    try:
+        with pytest.MonkeyPatch.context() as patched, capture_logs() as logs:
+            patched.setattr(P.Zygote, "fork", close_then_fork)
+            patched.setattr(P, "_spawn_process", lambda *a, **k: pytest.fail("a worker started after the pool closed"))
+            with pytest.raises(P.PoolClosed):
+                workers_pool._new_worker()
+        assert not [e for e in logs if e["log_level"] == "error"], logs
         assert not workers_pool._workers
     finally:
         workers_pool.close_sync()
@@ -1967,14 +2078,21 @@ def _worker_on_a_socketpair():
     return WorkerProcess(proc.pid, ours.detach(), proc), proc, Connection(theirs.detach())
 
 
-def test_a_worker_that_answers_with_something_other_than_a_reply_is_killed_as_a_crash():
-    """A message that is no Reply (a forged or garbled answer) is the worker's crash: the
-    decision fails as ``crash`` and the worker is killed, never handed out again."""
+@pytest.mark.parametrize("garbled", [False, True], ids=["no-reply", "no-message"])
+def test_a_worker_that_answers_with_something_other_than_a_reply_is_killed_as_a_crash(garbled):
+    """A message that is no Reply (a forged or garbled answer), or bytes that are no message
+    at all (a bot wrote to its worker's socket), is the worker's crash: the decision fails as
+    ``crash`` and the worker is killed, never handed out again. The bytes raised the
+    unpickler's error out of the call: the decision was a host error, and the worker went
+    back to the idle ones, its socket's next message maybe an answer to another decision."""
     from engine_service.plugins.runner import CRASH
 
     worker, proc, peer = _worker_on_a_socketpair()
     try:
-        peer.send(("not", "a", "reply"))
+        if garbled:
+            peer.send_bytes(b"not a pickle")
+        else:
+            peer.send(("not", "a", "reply"))
         reply = worker.call(("random", "state"), time.monotonic() + 10.0)
         assert reply.action is None and reply.failure == CRASH
         assert "unexpected message" in reply.detail
@@ -2083,6 +2201,20 @@ def test_a_worker_whose_first_word_is_not_ready_is_killed(said):
         worker.kill()
         peer.close()
 
+
+
+def test_a_stopped_worker_whose_last_message_is_unreadable_is_killed_all_the_same():
+    """A worker stopped (the pool's close) while its socket holds bytes that are no message
+    (a bot wrote to it) is killed and reaped all the same: the unpickler's error left it
+    running, and the close raised it."""
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.send_bytes(b"not a pickle")
+        worker.stop()
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
 
 
 def test_a_stopped_worker_is_asked_to_exit_and_given_the_time_to():
