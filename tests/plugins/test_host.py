@@ -281,23 +281,27 @@ def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
     run(with_host(body))
 
 
-def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot():
+def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot(monkeypatch, tmp_path):
     """A decision cancelled (its match ended) while it queued for a busy worker is cancelled,
     and gives back its bot's decision slot: with one worker the bot has one slot, which, kept,
-    would have timed out every later decision of that bot."""
+    would have timed out every later decision of that bot. The worker is kept busy by a bot
+    that computes until the test releases it, once the queued decision is cancelled."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
     async def body(host):
-        busy = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0))
-        await asyncio.sleep(0.05)
+        busy = asyncio.create_task(host.decide("holds", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        await until(lambda: (tmp_path / "thinking").exists())
         queued = asyncio.create_task(host.decide("random", "klaberjass", 1, VIEW, LEGAL, 1, 30.0))
-        await asyncio.sleep(0.1)
-        assert not busy.done()
+        await until(lambda: "random" in host._pool._bot_slots and host._pool._bot_slots["random"].locked())
+        assert not busy.done() and not queued.done()  # it holds its slot, and waits for the worker
         queued.cancel()
         with pytest.raises(asyncio.CancelledError):
             await queued
-        assert (await busy).failure == "timeout"
+        (tmp_path / "release").touch()
+        assert (await busy).action == LEGAL[0]
         d = await host.decide("random", "klaberjass", 1, VIEW, LEGAL, 2, 30.0)
         assert d.action in LEGAL, d
-    run(with_host(body, workers=1))
+    run(with_host(body, workers=1, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
 
 
 def test_a_decision_that_ends_after_the_pool_has_closed_is_let_go_quietly(monkeypatch):
