@@ -601,22 +601,26 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
     assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
 
 
-def test_one_bot_cannot_hold_every_worker():
+def test_one_bot_cannot_hold_every_worker(monkeypatch, tmp_path):
+    """With two workers a bot has one decision slot (workers - 1, docs/bots.md): while its
+    first decision holds a worker, its second waits for the slot until its deadline (given
+    the other worker, it would have been answered: the bot answers when its time is up), and
+    another bot is answered by the worker left free. Exact whatever the load: the bot (holds)
+    computes until the test releases it, after both."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
     async def body(host):
         assert host._pool.per_bot == 1
-        # the second's deadline comes while the first still holds the bot's only slot (with
-        # equal deadlines the slot could free just in time for the second: a race)
-        # the good bot's deadline comes before the hung ones': had they both taken a worker,
-        # it would find none free in time
-        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, i, budget))
-                for i, budget in enumerate((3.0, 2.5))]
-        await asyncio.sleep(0.05)
-        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 2.0)
-        assert ok.action in LEGAL
-        first, second = await asyncio.gather(*hung)
-        assert (first.failure, second.failure) == ("timeout", "timeout")
-        assert "killed" in first.detail and "slot" in second.detail, (first.detail, second.detail)
-    run(with_host(body))
+        first = asyncio.create_task(host.decide("holds", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        await until(lambda: (tmp_path / "thinking").exists())
+        second = await host.decide("holds", "klaberjass", 1, VIEW, LEGAL, 2, 0.3)
+        assert second.failure == "timeout" and "slot" in second.detail, second
+        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+        assert ok.action in LEGAL, ok
+        assert not first.done()
+        (tmp_path / "release").touch()
+        assert (await first).action == LEGAL[0]
+    run(with_host(body, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
 
 
 def test_one_bot_holds_all_workers_but_one_at_once(monkeypatch, tmp_path):
