@@ -253,19 +253,25 @@ def test_bot_processes_do_not_inherit_the_engines_secrets(monkeypatch):
     assert run(with_host(body)).action == LEGAL[0]
 
 
-def test_decisions_queue_for_a_free_worker_within_their_deadline(wide_margin):
+def test_decisions_queue_for_a_free_worker_within_their_deadline(monkeypatch, tmp_path):
+    """A decision that finds every worker busy waits for one until its deadline and fails
+    then, a timeout, not when a worker frees up after it; the next decision is answered.
+    Exact whatever the load: two bots (holds, holds-too: one slot each) keep both workers
+    until the test releases them, after that deadline."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
     async def body(host):
-        # two slow bots occupy both workers (the polite one for ~1.5 s, its 2.5 s less the
-        # margin); a third decision cannot start before its deadline
-        busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 2.5)) for b in ("sleeps", "polite")]
-        await asyncio.sleep(0.05)
+        busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+                for b in ("holds", "holds-too")]
+        await until(lambda: host._pool._idle.qsize() == 0)  # both workers taken
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.2)
-        # at its deadline, not when a worker freed up after it
         assert d.failure == "timeout" and "no bot worker was free before the deadline" in d.detail, d
-        assert [x.failure for x in await asyncio.gather(*busy)] == ["timeout", None]
+        assert not any(t.done() for t in busy)
+        (tmp_path / "release").touch()
+        assert [x.action for x in await asyncio.gather(*busy)] == [LEGAL[0], LEGAL[0]]
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
         assert d.action in LEGAL
-    run(with_host(body))
+    run(with_host(body, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
 
 
 def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
