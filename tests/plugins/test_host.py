@@ -495,15 +495,16 @@ def test_a_worker_lost_by_a_decision_that_waited_for_it_until_little_was_left_is
     """A decision that got its worker with less than half its time left (here: one worker, and
     the same bot's earlier decision holding it until its deadline) and then ran out is the
     pool's delay, not the bot's fault: the worker is replaced and counted, but the bot gets no
-    strike towards a bench (pool.FAIR_SHARE). The first decision, which had all its time, does."""
+    strike towards a bench (pool.FAIR_SHARE). The first decision, which had all its time, does.
+    Both are asked at once, the first's task started first: the second gets the worker after
+    the first's 1.0 s, with at most 0.8 s of its 1.8 s left."""
     async def body(host):
         with capture_logs() as logs:
-            first = asyncio.ensure_future(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 2.0))
-            await until(lambda: host._pool._bot_slots.get("sleeps") is not None
-                        and host._pool._bot_slots["sleeps"].locked())
-            second = await host.decide("sleeps", "klaberjass", 1, VIEW, LEGAL, 2, 3.0)
-            first = await first
+            first, second = await asyncio.gather(
+                host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0),
+                host.decide("sleeps", "klaberjass", 1, VIEW, LEGAL, 2, 1.8))
         assert (first.failure, second.failure) == ("timeout", "timeout"), (first, second)
+        assert "killed" in second.detail, second  # it got the worker (and cost it)
         replaced = [(e["bot"], e["reason"], e["charged"]) for e in logs if e["event"] == "bot_worker_replaced"]
         assert replaced == [("sleeps", "timeout", True), ("sleeps", "timeout", False)], replaced
         assert host._health["sleeps"].strikes == 1
