@@ -685,7 +685,7 @@ def test_a_stopped_zygote_is_killed_and_restarted(monkeypatch):
     """A bot that sends its parent, the zygote, SIGSTOP: the pool used to wait for its forks
     for ever, and once the spares were used up every bot's decisions timed out for good."""
     from engine_service.plugins import pool
-    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
+    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 0.3, raising=False)  # a stopped zygote never answers
 
     async def body(host):
         zygote = host._pool._zygote
@@ -1930,7 +1930,7 @@ def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch)
     as unknown_bot without a reason. It now reports what it loaded with its ready message, as
     the zygote does, and the pool logs bot_worker_catalog_differs with the missing bots."""
     from engine_service.plugins import pool
-    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
+    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 0.3, raising=False)  # a stopped zygote never answers
 
     async def body(host):
         assert "not-in-fresh-workers" in [b.name for b in host.bots()]
