@@ -75,7 +75,7 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     run(with_host(body, plugins=()))
 
 
-@pytest.mark.parametrize("bot, failure", [
+FAULTS = [
     ("garbage", "illegal"),
     ("illegal", "illegal"),
     ("liar", "illegal"),  # a str subclass equal to everything: was taken for a legal action
@@ -86,31 +86,35 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     ("exits", "crash"),
     ("sys-exits", "crash"),
     ("no-such-bot", "unknown_bot"),
-])
-def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
+]
+
+
+def test_bot_faults_become_failures_and_the_next_decision_works():
     """A hung bot is cut off at its short deadline: killed, not waited for (it sleeps 60 s; the
     bound on its elapsed time is only that hang guard). The others answer (their fault) at
     once, as their failure says: a crash or a worker's answer noticed only at the deadline is
-    a timeout; their deadline is one a loaded machine cannot turn into a timeout."""
-    deadline = 0.5 if failure == "timeout" else 30.0
-
+    a timeout; their deadline is one a loaded machine cannot turn into a timeout. One host
+    for every fault, in turn: each bot faults once (no bench), and after each the pool has
+    recovered."""
     async def body(host):
-        with capture_logs() as logs:
-            d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, deadline)
-        assert isinstance(d, Decision)
-        assert d.action is None and d.failure == failure, d
-        if failure == "timeout":
-            assert "the worker was killed" in d.detail, d
-            assert deadline - 0.1 < d.elapsed_s < 30.0, d
-        if failure == "crash":  # its process ended: the kind of failure, nothing the bot said
-            assert d.detail == "the worker process exited", d
-        failed = [e for e in logs if e["event"] == "bot_decision_failed"]
-        assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
-        # nothing the bot said reaches the log (its message names cards of its hand)
-        assert not re.search(r"(?<![A-Za-z0-9])(AS|KS)(?![A-Za-z0-9])", repr(logs)), logs
-        # the pool recovered: the next decision of a good bot is answered
-        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
-        assert ok.action in LEGAL, ok
+        for bot, failure in FAULTS:
+            deadline = 0.5 if failure == "timeout" else 30.0
+            with capture_logs() as logs:
+                d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, deadline)
+            assert isinstance(d, Decision)
+            assert d.action is None and d.failure == failure, (bot, d)
+            if failure == "timeout":
+                assert "the worker was killed" in d.detail, d
+                assert deadline - 0.1 < d.elapsed_s < 30.0, d
+            if failure == "crash":  # its process ended: the kind of failure, nothing the bot said
+                assert d.detail == "the worker process exited", (bot, d)
+            failed = [e for e in logs if e["event"] == "bot_decision_failed"]
+            assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure, (bot, failed)
+            # nothing the bot said reaches the log (its message names cards of its hand)
+            assert not re.search(r"(?<![A-Za-z0-9])(AS|KS)(?![A-Za-z0-9])", repr(logs)), logs
+            # the pool recovered: the next decision of a good bot is answered
+            ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+            assert ok.action in LEGAL, (bot, ok)
     run(with_host(body))
 
 
