@@ -29,4 +29,5 @@ class Holds:
 
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("holds", lambda game_id: Holds(), description="computes until the test releases it")]
+    return [BotSpec("holds", lambda game_id: Holds(), description="computes until the test releases it"),
+            BotSpec("holds-too", lambda game_id: Holds(), description="another bot that does the same")]
