@@ -665,6 +665,13 @@ async def wait_for(pilot, condition, what: str, timeout_s: float = 30.0) -> None
         await pilot.pause(0.02)
 
 
+async def refitted(pilot, app) -> None:
+    """Until the play screen has fitted its board and deal results to the terminal's new size
+    (its tick notices a resize, every 0.5 s: PlayApp.tick), and laid them out."""
+    await wait_for(pilot, lambda: app._fitted_size == app.size, "the screen fitted to the new size")
+    await pilot.pause()
+
+
 async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
     """An action played (by ``seat``, on its own connection, if it is its turn) and shown on
     the screen: its event stream is open and delivering (the screen's first view comes from a
@@ -1413,18 +1420,18 @@ def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(en
                 view.seq += 1000  # no event of the match (a presence change) replaces it
                 app.view_msg = view
                 app.redraw()
-                await pilot.pause(0.3)
+                await pilot.pause()  # its layout
                 text = "\n".join(str(line) for line in app.board.renderables)  # the board's parts
                 assert app._shown_actions and "contract" in text
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
                 assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
                 await pilot.resize_terminal(80, 18)  # shorter still: the board is cut, not the actions
-                await pilot.pause(0.8)
+                await refitted(pilot, app)
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 18 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
                 await pilot.resize_terminal(120, 45)  # room again: the blank lines are back
-                await pilot.pause(0.8)
+                await refitted(pilot, app)
                 assert any(str(part) == "" for part in app.board.renderables)
 
     run(scenario(), timeout_s=60)
