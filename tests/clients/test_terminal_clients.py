@@ -827,12 +827,14 @@ def test_play_screen_gives_up_a_lost_connection_with_the_way_back(engine, tmp_pa
     """The engine stays unreachable past --reconnect-tries: clients.play closes its screen
     and prints one line on stderr, no traceback, exit status 3, naming the way back to the
     seat with its token saved to a file only the user can read; that very command (the engine
-    reachable again) returns to the seat and plays the match to its end."""
+    reachable again) returns to the seat and plays the match to its end (one deal: the seat
+    declares it, dealt from :data:`_ROUT`)."""
     from .conftest import CuttableProxy
 
     async def scenario():
-        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
-            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11},
+                                              decks=[_ROUT], first_dealer=0)
             port = proxy.port
             player = await screen_cli("clients.play", "--target", proxy.target, "--match", match.match_id,
                                       "--reconnect-tries", "3")
