@@ -616,13 +616,14 @@ def test_play_returns_to_a_seat_with_a_reissued_token(engine, tmp_path):
     """docs/operations.md, "A player lost their seat token": the operator reissues it
     (clients.admin reissue-token -o FILE) and the player returns to the seat with
     ``--match ID --token-file FILE`` (there was no way back: --match joins another seat, and
-    a started match has none free); a --token-file without --match is a usage error."""
+    a started match has none free); a --token-file without --match is a usage error. (One
+    deal is the match: the seat declares it, dealt from :data:`_ROUT`.)"""
     from .conftest import ADMIN_TOKEN
 
     async def create():
         async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
             match = await client.create_match("japanese_joker", seats=[None, "random"],
-                                              options={"target_score": 11})
+                                              options={"target_score": 11}, decks=[_ROUT], first_dealer=0)
             await client.join(match.match_id, player_name="ada")  # the token is lost
             reply = await client.admin.reissue_seat_token(match.match_id, 0)
             return match.match_id, reply.seat_token
