@@ -1923,7 +1923,10 @@ def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
                 await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
             app = PlayApp(seats[0], await seats[0].summary())
             async with app.run_test(size=(80, 24)) as pilot:
-                await pilot.pause(0.5)
+                # the stream's first event (a snapshot, the match too far along to replay): the
+                # deals it says were scored are written, if ever, with it
+                await wait_for(pilot, lambda: any("joined the table" in line for line in log_lines(app)),
+                               "the stream's snapshot")
                 assert not any("scored" in line for line in log_lines(app))  # earlier deals: not repeated
                 while len((view := await seats[0].view()).scores.deal_results.values) == 3:
                     await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
