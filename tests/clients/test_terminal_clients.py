@@ -566,7 +566,7 @@ def test_ctrl_c_quits_the_screens(engine):
             me = await client.join(match.match_id)
             for app in (PlayApp(me, await me.summary()), WatchApp(client.spectate(match.match_id))):
                 async with app.run_test(size=(120, 40)) as pilot:
-                    await pilot.pause(0.3)
+                    await wait_for(pilot, lambda: app.board is not None, "the board")
                     await pilot.press("ctrl+c")
                     for _ in range(40):
                         await pilot.pause(0.05)
