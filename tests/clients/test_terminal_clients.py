@@ -349,7 +349,7 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                     await pilot.pause(0.05)
                     if app._shown_actions:
                         break
-                await pilot.pause(0.2)
+                await pilot.pause()  # their layout
                 actions = app.query_one("#actions")
                 shown = actions.content_region  # the options' rows on screen, borders excluded
                 assert app._shown_actions, "the legal actions never showed"
@@ -358,12 +358,11 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 status = app.query_one("#status").region  # the refusals and "match over" are shown there
                 assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
                 app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # the connection line takes a row
-                await pilot.pause(0.2)
+                await pilot.pause()
                 assert app.query_one("#connection").region.y == 0
                 shown = actions.content_region
                 assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
                 app.on_connection(cg.StreamState(cg.RESUMED, 1, 30))
-                await pilot.pause(0.1)
                 await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
                 for _ in range(40):
                     await pilot.pause(0.05)
