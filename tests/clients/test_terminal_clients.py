@@ -384,7 +384,8 @@ def test_play_screen_shows_the_match_id_for_spectators(engine):
             me = await client.join(match.match_id)
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(160, 50)) as pilot:
-                await pilot.pause(0.3)
+                await wait_for(pilot, lambda: app.board is not None, "the board")  # on_mount wrote the log before it
+                await pilot.pause()  # the log's layout
                 log = app.query_one("#log")
                 lines = [strip.text for strip in log.lines]
                 assert match.match_id in str(log.border_subtitle)
@@ -1570,14 +1571,13 @@ def test_play_screen_says_it_waits_for_a_player_and_how_they_join(engine):
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(80, 24)) as pilot:
                 await wait_for(pilot, lambda: app.board is not None, "the board")
-                await pilot.pause(0.2)
+                await pilot.pause()  # the log's layout
                 assert "waiting for a player in seat 1" in screen_text(app).splitlines()[0]
                 joined = " ".join(" ".join(log_lines(app)).split())  # the log wraps its lines
                 assert f"python -m clients.play --target {engine.target} --match {match.match_id}" in joined, joined
                 await client.join(match.match_id, seat=1, player_name="bob")
                 await wait_for(pilot, lambda: app.view_msg.status == match_pb2.MATCH_STATUS_ACTIVE, "the start")
-                await pilot.pause(0.2)
-                assert "waiting" not in screen_text(app).splitlines()[0]
+                assert "waiting" not in screen_text(app).splitlines()[0]  # redrawn with the view that started it
 
     run(scenario(), timeout_s=60)
 
