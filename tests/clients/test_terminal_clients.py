@@ -1487,7 +1487,7 @@ def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
             app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
             async with app.run_test(size=(80, 24)) as pilot:
                 await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
-                await pilot.pause(0.6)
+                await pilot.pause()  # its layout (the screen redraws with each event)
                 log = app.query_one("#log").region
                 assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
                 await pilot.resize_terminal(120, 45)
