@@ -349,7 +349,7 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                     await pilot.pause(0.05)
                     if app._shown_actions:
                         break
-                await pilot.pause(0.2)
+                await pilot.pause()  # their layout
                 actions = app.query_one("#actions")
                 shown = actions.content_region  # the options' rows on screen, borders excluded
                 assert app._shown_actions, "the legal actions never showed"
@@ -358,12 +358,11 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 status = app.query_one("#status").region  # the refusals and "match over" are shown there
                 assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
                 app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # the connection line takes a row
-                await pilot.pause(0.2)
+                await pilot.pause()
                 assert app.query_one("#connection").region.y == 0
                 shown = actions.content_region
                 assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
                 app.on_connection(cg.StreamState(cg.RESUMED, 1, 30))
-                await pilot.pause(0.1)
                 await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
                 for _ in range(40):
                     await pilot.pause(0.05)
@@ -385,7 +384,8 @@ def test_play_screen_shows_the_match_id_for_spectators(engine):
             me = await client.join(match.match_id)
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(160, 50)) as pilot:
-                await pilot.pause(0.3)
+                await wait_for(pilot, lambda: app.board is not None, "the board")  # on_mount wrote the log before it
+                await pilot.pause()  # the log's layout
                 log = app.query_one("#log")
                 lines = [strip.text for strip in log.lines]
                 assert match.match_id in str(log.border_subtitle)
@@ -578,7 +578,7 @@ def test_ctrl_c_quits_the_screens(engine):
             me = await client.join(match.match_id)
             for app in (PlayApp(me, await me.summary()), WatchApp(client.spectate(match.match_id))):
                 async with app.run_test(size=(120, 40)) as pilot:
-                    await pilot.pause(0.3)
+                    await wait_for(pilot, lambda: app.board is not None, "the board")
                     await pilot.press("ctrl+c")
                     for _ in range(40):
                         await pilot.pause(0.05)
@@ -628,13 +628,14 @@ def test_play_returns_to_a_seat_with_a_reissued_token(engine, tmp_path):
     """docs/operations.md, "A player lost their seat token": the operator reissues it
     (clients.admin reissue-token -o FILE) and the player returns to the seat with
     ``--match ID --token-file FILE`` (there was no way back: --match joins another seat, and
-    a started match has none free); a --token-file without --match is a usage error."""
+    a started match has none free); a --token-file without --match is a usage error. (One
+    deal is the match: the seat declares it, dealt from :data:`_ROUT`.)"""
     from .conftest import ADMIN_TOKEN
 
     async def create():
         async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
             match = await client.create_match("japanese_joker", seats=[None, "random"],
-                                              options={"target_score": 11})
+                                              options={"target_score": 11}, decks=[_ROUT], first_dealer=0)
             await client.join(match.match_id, player_name="ada")  # the token is lost
             reply = await client.admin.reissue_seat_token(match.match_id, 0)
             return match.match_id, reply.seat_token
@@ -675,6 +676,13 @@ async def wait_for(pilot, condition, what: str, timeout_s: float = 30.0) -> None
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s"
         await pilot.pause(0.02)
+
+
+async def refitted(pilot, app) -> None:
+    """Until the play screen has fitted its board and deal results to the terminal's new size
+    (its tick notices a resize, every 0.5 s: PlayApp.tick), and laid them out."""
+    await wait_for(pilot, lambda: app._fitted_size == app.size, "the screen fitted to the new size")
+    await pilot.pause()
 
 
 async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
@@ -832,12 +840,14 @@ def test_play_screen_gives_up_a_lost_connection_with_the_way_back(engine, tmp_pa
     """The engine stays unreachable past --reconnect-tries: clients.play closes its screen
     and prints one line on stderr, no traceback, exit status 3, naming the way back to the
     seat with its token saved to a file only the user can read; that very command (the engine
-    reachable again) returns to the seat and plays the match to its end."""
+    reachable again) returns to the seat and plays the match to its end (one deal: the seat
+    declares it, dealt from :data:`_ROUT`)."""
     from .conftest import CuttableProxy
 
     async def scenario():
-        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
-            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11},
+                                              decks=[_ROUT], first_dealer=0)
             port = proxy.port
             player = await screen_cli("clients.play", "--target", proxy.target, "--match", match.match_id,
                                       "--reconnect-tries", "3")
@@ -1425,18 +1435,18 @@ def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(en
                 view.seq += 1000  # no event of the match (a presence change) replaces it
                 app.view_msg = view
                 app.redraw()
-                await pilot.pause(0.3)
+                await pilot.pause()  # its layout
                 text = "\n".join(str(line) for line in app.board.renderables)  # the board's parts
                 assert app._shown_actions and "contract" in text
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
                 assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
                 await pilot.resize_terminal(80, 18)  # shorter still: the board is cut, not the actions
-                await pilot.pause(0.8)
+                await refitted(pilot, app)
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 18 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
                 await pilot.resize_terminal(120, 45)  # room again: the blank lines are back
-                await pilot.pause(0.8)
+                await refitted(pilot, app)
                 assert any(str(part) == "" for part in app.board.renderables)
 
     run(scenario(), timeout_s=60)
@@ -1489,7 +1499,7 @@ def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
             app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
             async with app.run_test(size=(80, 24)) as pilot:
                 await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
-                await pilot.pause(0.6)
+                await pilot.pause()  # its layout (the screen redraws with each event)
                 log = app.query_one("#log").region
                 assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
                 await pilot.resize_terminal(120, 45)
@@ -1573,14 +1583,13 @@ def test_play_screen_says_it_waits_for_a_player_and_how_they_join(engine):
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(80, 24)) as pilot:
                 await wait_for(pilot, lambda: app.board is not None, "the board")
-                await pilot.pause(0.2)
+                await pilot.pause()  # the log's layout
                 assert "waiting for a player in seat 1" in screen_text(app).splitlines()[0]
                 joined = " ".join(" ".join(log_lines(app)).split())  # the log wraps its lines
                 assert f"python -m clients.play --target {engine.target} --match {match.match_id}" in joined, joined
                 await client.join(match.match_id, seat=1, player_name="bob")
                 await wait_for(pilot, lambda: app.view_msg.status == match_pb2.MATCH_STATUS_ACTIVE, "the start")
-                await pilot.pause(0.2)
-                assert "waiting" not in screen_text(app).splitlines()[0]
+                assert "waiting" not in screen_text(app).splitlines()[0]  # redrawn with the view that started it
 
     run(scenario(), timeout_s=60)
 
@@ -1925,7 +1934,10 @@ def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
                 await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
             app = PlayApp(seats[0], await seats[0].summary())
             async with app.run_test(size=(80, 24)) as pilot:
-                await pilot.pause(0.5)
+                # the stream's first event (a snapshot, the match too far along to replay): the
+                # deals it says were scored are written, if ever, with it
+                await wait_for(pilot, lambda: any("joined the table" in line for line in log_lines(app)),
+                               "the stream's snapshot")
                 assert not any("scored" in line for line in log_lines(app))  # earlier deals: not repeated
                 while len((view := await seats[0].view()).scores.deal_results.values) == 3:
                     await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
