@@ -872,7 +872,8 @@ def test_an_internal_error_names_its_request_id():
 
 
 class _Dropped(grpc.RpcError):
-    """A stream's failure as grpc raises it (code, details, no rich status)."""
+    """A stream's failure or a call's refusal as grpc raises it (code, details, no rich
+    status: a network failure, a bare status)."""
 
     def __init__(self, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE) -> None:
         self._code = code
@@ -1725,22 +1726,6 @@ class _Recorder:
         return call
 
 
-class _Refused(grpc.RpcError):
-    """A refusal with a status code and no details (a network failure, a bare status)."""
-
-    def __init__(self, code: grpc.StatusCode) -> None:
-        self._code = code
-
-    def code(self):
-        return self._code
-
-    def details(self):
-        return "refused"
-
-    def trailing_metadata(self):
-        return ()
-
-
 def test_admin_calls_send_the_admin_token_and_their_match_and_answer_what_admin_proto_says():
     """Each AdminService call of ``Client.admin`` carries the admin token (a file's newline
     dropped, as the engine drops it) and the client's timeout, names its match (and seat,
@@ -1764,7 +1749,7 @@ def test_admin_calls_send_the_admin_token_and_their_match_and_answer_what_admin_
             terminated = await admin.terminate("m3", "cheating")
             reissued = await admin.reissue_seat_token("m3", 1)
             transcript = await admin.export_transcript("m3")
-            admin.stub = refusing = _Recorder(error=_Refused(grpc.StatusCode.UNAVAILABLE))
+            admin.stub = refusing = _Recorder(error=_Dropped())
             with pytest.raises(cg.Unavailable):
                 await admin.terminate("m3", "again")
             return stub.calls, refusing.calls, inspected, terminated, reissued, transcript
@@ -1815,7 +1800,7 @@ def test_the_bot_load_failures_come_from_an_unfiltered_list_bots():
             async def call(request, *, timeout=None, metadata=None):
                 self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
                 if len(self.calls) == 1:
-                    raise _Refused(grpc.StatusCode.UNAVAILABLE)
+                    raise _Dropped()
                 return cg.card_games_pb2.ListBotsResponse(bots=[match_pb2.BotInfo(name="random")],
                                                           load_failures=[failure])
             return call
