@@ -19,3 +19,27 @@ def crash(store: Store) -> None:
             owner._watchdog.cancel()
         if owner._conn is not None:
             owner._conn.pgconn.finish()  # the socket closes; the server ends the session
+    pool = getattr(store, "_pool", None)  # PostgresStore
+    if pool is not None:
+        _kill_pool(pool)
+
+
+def _kill_pool(pool) -> None:
+    """The pool's idle connections close as sockets do and its tasks end, as they would with
+    the process. Left running, they could hold the test's event loop for ever: psycopg_pool's
+    worker catches ``CancelledError`` (the loop's end cancelling it while it opens a
+    connection) and schedules another try, then waits for its next task, which nothing
+    sends (a test hung so for its 300 s timeout). Synchronous, as a death is: a close
+    scheduled as a task may never run before the loop ends."""
+    from psycopg_pool.pool_async import StopWorker
+
+    pool._closed = True  # a dead process asks for nothing more
+    for conn in pool._pool:
+        conn.pgconn.finish()
+    pool._pool.clear()
+    for _ in pool._workers:
+        pool.run_task(StopWorker(pool))  # each worker ends at its next task
+    pool._workers = []
+    if pool._sched_runner is not None:  # its wait is not a task run: a cancel ends it
+        pool._sched_runner.cancel()
+        pool._sched_runner = None

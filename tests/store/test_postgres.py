@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import threading
 import time
 from dataclasses import replace
 from urllib.parse import urlsplit, urlunsplit
@@ -48,6 +49,36 @@ def test_acknowledged_writes_survive_a_crash(pg_url):
     run(write())
     got = run(read())
     assert [a.action for a in got.actions] == ["pass"] and got.decks == (DECK0,)
+
+
+def test_a_crash_while_the_pool_opens_a_connection_lets_the_event_loop_end(pg_url):
+    """tests/crash.py: the crashed store's pool is growing (its worker opening a connection
+    that does not come) when the test's loop ends. psycopg_pool's worker catches the loop's
+    cancel there and waits for its next task: unless the crash ended the pool's tasks,
+    ``asyncio.run`` never returned (a test hung so for its 300 s timeout)."""
+    connecting = threading.Event()
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        pool = st._pool
+
+        async def connect_that_hangs(timeout=None):
+            connecting.set()
+            await asyncio.Event().wait()
+
+        pool._connect = connect_that_hangs
+        async with pool.connection():  # the pool's one connection (min_size 1) is held
+            waiter = asyncio.ensure_future(pool.getconn())  # so the pool grows
+            while not connecting.is_set():
+                await asyncio.sleep(0.01)
+            crash(st)
+            waiter.cancel()
+
+    ended = threading.Thread(target=run, args=(go(),), daemon=True)
+    ended.start()
+    ended.join(15)
+    assert connecting.is_set() and not ended.is_alive()
 
 
 def test_values_round_trip_exactly(pg_url):
