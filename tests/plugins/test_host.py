@@ -1672,6 +1672,7 @@ class _PrintingPlugin:
         return [BotSpec("printing-bot", lambda game_id: None)]
 
 
+@pytest.mark.filterwarnings("ignore:HOOK-WARNING")  # pytest records it: nothing to see
 def test_plugin_output_in_the_engine_process_is_kept_off_its_streams(capfd):
     from engine_service.plugins import hookimpl
     plugin = _PrintingPlugin()
@@ -1706,6 +1707,7 @@ class _StdoutPlugin:
         return [BotSpec("stdout-bot", lambda game_id: None)]
 
 
+@pytest.mark.filterwarnings("ignore:HOOK-WARNING")  # pytest records it: nothing to see
 def test_the_plugin_whose_output_was_discarded_is_named():
     """docs/bots.md: what a plugin prints in the engine's process is discarded and a
     ``bot_plugin_output_discarded`` warning gives its size; the warning did not say which
