@@ -751,7 +751,10 @@ class WorkerPool:
             worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
             ok = await loop.run_in_executor(self._threads, worker.wait_ready, READY_TIMEOUT_S)
             if self._closed:
-                await loop.run_in_executor(self._threads, worker.stop)
+                # the close has it among its workers, and kills or stops it too; not stopped
+                # through the pool's threads: close_sync (at exit, the loop still running) has
+                # shut them down. A kill does not wait
+                worker.kill()
                 return
             if ok:
                 assert self._idle is not None

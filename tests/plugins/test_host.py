@@ -1626,6 +1626,46 @@ def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
         workers_pool._zygote.process.wait(30)
 
 
+def test_a_worker_ready_as_the_pool_closes_at_exit_ends_its_start_without_the_pools_threads(monkeypatch):
+    """A worker that says it is ready as the pool closes at the interpreter's exit
+    (close_sync, while the event loop still runs) ends its start quietly, killed: that start
+    stopped it through the pool's threads, which close_sync had shut down, so its task died
+    of a RuntimeError nobody awaited. Here the pool closes in the worker's own wait_ready, once
+    the worker has said it is ready (no spares: that worker's start is the only one)."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SPARES", 0)
+    ready, pools, seen = P.WorkerProcess.wait_ready, [], []
+
+    def ready_then_closed(self, timeout):
+        seen.append((self, ready(self, timeout)))
+        pools[0].close_sync()  # once the worker is ready, before its start goes on
+        return seen[-1][1]
+
+    monkeypatch.setattr(P.WorkerProcess, "wait_ready", ready_then_closed)
+
+    async def go():
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        host = BotHost(plugins=(), workers=1)
+        pools.append(host._pool)
+        try:
+            host.warm()
+            (start,) = host._pool._tasks
+            await asyncio.wait([start], timeout=30.0)
+            return start, errors
+        finally:
+            host._pool.close_sync()
+            host._pool._zygote.process.wait(30)
+
+    start, errors = run(go())
+    ((worker, said),) = seen
+    assert said is True, "the worker was not ready: not the case this test is for"
+    assert start.done() and start.exception() is None, start
+    assert errors == [], errors
+    assert worker.broken and not worker.alive() and worker.conn.closed
+    assert not pools[0]._workers and pools[0]._idle.qsize() == 0
+
 def test_a_fork_refused_because_the_pool_closed_meanwhile_is_no_failure():
     """A worker's fork under way when the pool closes (at the interpreter's exit, close_sync,
     which kills the zygote) is refused by the zygote: the pool's start ends quietly
