@@ -466,6 +466,17 @@ def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
     assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
 
 
+def test_the_zygote_freezes_what_it_loaded_before_it_forks_its_workers():
+    """What the plugins' import built in the zygote is frozen out of the garbage collector's
+    view before the zygote forks (gc.freeze): its end at the pool's close, which the engine's
+    stop waits for, no longer collects it (about 60 ms of that stop), and its workers'
+    collections never walk it. A worker's bot sees frozen objects."""
+    async def body(host):
+        return await host.decide("says-frozen", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+
+    d = run(with_host(body, workers=1, plugins=["tests.plugins.gc_frozen"]))
+    assert d.action == LEGAL[0], d
+
 def test_budget_leaves_a_margin_for_the_round_trip():
     assert bot_budget(1.0) == pytest.approx(0.9)
     assert bot_budget(2.0) == pytest.approx(1.9)
