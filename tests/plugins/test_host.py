@@ -448,14 +448,21 @@ def test_a_host_needs_at_least_one_bot_worker():
 
 
 def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
-    """A zygote that does not end at its end-of-file within the grace period (stopped by a bot,
-    or hung) is killed, and the close goes on: it raised TimeoutExpired before."""
+    """A zygote that does not end at its end-of-file within the grace period, 2 s (docs/bots.md;
+    stopped by a bot, or hung), is killed, and the close goes on: it raised TimeoutExpired
+    before. The grace is asked for here and cut short."""
     import os
     import signal
 
     from engine_service.plugins import pool as P
 
-    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+    ended_within, graces = P._ended_within, []
+
+    def cut_short(proc, timeout):
+        graces.append(timeout)
+        return ended_within(proc, 0.05)
+
+    monkeypatch.setattr(P, "_ended_within", cut_short)
 
     async def body(host):
         zygote = host._pool._zygote
@@ -464,6 +471,7 @@ def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
         return zygote.process.returncode
 
     assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
+    assert graces == [2.0]
 
 
 @pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "without-pidfds"])
@@ -937,6 +945,55 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
             assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
 
     run(with_host(body, workers=1, plugins=()))
+
+
+def test_a_worker_that_cannot_start_is_retried_after_half_a_second_doubling_up_to_30_s(monkeypatch):
+    """docs/bots.md: a worker not ready within 120 s (or dead before) is started again after
+    0.5 s, the pause doubling with each failure in a row up to 30 s, as its
+    bot_worker_start_failed says (retry_in_s). The pauses are asked for here, not waited
+    (the real ones: the test above); no process starts."""
+    from types import SimpleNamespace
+
+    from engine_service.plugins import pool as P
+
+    class Unready:
+        """A worker that is not ready (the first nine times), as one that died while loading."""
+        loaded = None
+
+        def __init__(self, pid):
+            self.pid = pid
+
+        def wait_ready(self, timeout):
+            waits.append(timeout)
+            return self.pid == 10
+
+    waits: list[float] = []
+    pauses: list[float] = []
+
+    async def pause(seconds):
+        pauses.append(seconds)
+
+    monkeypatch.setattr(P, "Zygote", lambda *args: None)
+    monkeypatch.setattr(P, "asyncio", SimpleNamespace(get_running_loop=asyncio.get_running_loop, sleep=pause))
+    pool = P.WorkerPool(None, 1)
+    starts = iter(range(1, 11))
+    pool._new_worker = lambda spare: Unready(next(starts))
+
+    async def go():
+        pool._idle = asyncio.Queue()
+        with capture_logs() as logs:
+            await pool._admit()
+        return logs, pool._idle.get_nowait()
+
+    try:
+        logs, ready = run(go())
+    finally:
+        pool._threads.shutdown()
+    expected = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert pauses == expected
+    assert [(e["pid"], e["retry_in_s"]) for e in logs if e["event"] == "bot_worker_start_failed"] == list(
+        zip(range(1, 10), expected))
+    assert ready.pid == 10 and waits == [120.0] * 10
 
 
 def test_a_worker_that_died_idle_is_passed_over_though_a_process_its_bot_forked_holds_its_socket(
@@ -2317,6 +2374,25 @@ def test_a_stopped_worker_whose_last_message_is_unreadable_is_killed_all_the_sam
     try:
         peer.send_bytes(b"not a pickle")
         worker.stop()
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
+
+
+def test_a_stopped_worker_that_does_not_exit_is_killed_after_its_two_seconds(monkeypatch):
+    """A worker told to exit (the pool's close) that has not within its grace, 2 s
+    (docs/bots.md), is killed and reaped. The wait is asked for here, not waited."""
+    from multiprocessing.connection import Connection
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    graces: list[float] = []
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(Connection, "poll", lambda self, timeout=0.0: graces.append(timeout) or False)
+            worker.stop()
+        assert graces == [2.0]
+        assert peer.recv() is None  # it was told to exit
         assert worker.broken and worker.conn.closed and proc.poll() is not None
     finally:
         worker.kill()
