@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import select
@@ -206,6 +207,12 @@ def _process_main(argv: list[str]) -> None:
     conn.send(("loaded", catalog.names(), catalog.failures))
     control = socket.socket(fileno=os.dup(fd))  # the messages are read whole: nothing buffered
     conn.close()
+    # what the plugins' import built, frozen out of the collector's view before the first
+    # fork (as gc_policy does in the engine; the gc module's documentation advises it before
+    # forking): the zygote's end at the pool's close (the engine's stop, which waits for it)
+    # no longer collects it, which took about 60 ms, and its workers' collections never walk
+    # it, nor write to the pages they share with the zygote
+    gc.freeze()
     _zygote(control, catalog)
 
 
@@ -437,9 +444,7 @@ class Zygote:
             self._control.close()
         except OSError:
             pass
-        try:
-            self.process.wait(SHUTDOWN_GRACE_S)
-        except subprocess.TimeoutExpired:
+        if not _ended_within(self.process, SHUTDOWN_GRACE_S):
             self.process.kill()
             self.process.wait()
 
@@ -450,6 +455,29 @@ def _pidfd_of(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+def _ended_within(proc: subprocess.Popen, timeout: float) -> bool:
+    """Whether ``proc`` ends within ``timeout`` seconds (reaped if so), seen as it ends through
+    its pidfd (readable once it has ended; an unreaped child's pid is its own): ``Popen.wait``
+    with a timeout looks now and then, up to 50 ms apart, and saw the zygote's end that much
+    later at each close of the pool (the engine's stop). ``Popen.wait`` where there is no pidfd."""
+    pidfd = _pidfd_of(proc.pid) if proc.returncode is None else None
+    if pidfd is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ended = select.poll()
+        ended.register(pidfd, select.POLLIN)
+        if not ended.poll(timeout * 1000):
+            return False
+    finally:
+        os.close(pidfd)
+    proc.wait()  # it has ended: at once
+    return True
 
 
 def _zombie(pid: int) -> bool:
@@ -751,7 +779,10 @@ class WorkerPool:
             worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
             ok = await loop.run_in_executor(self._threads, worker.wait_ready, READY_TIMEOUT_S)
             if self._closed:
-                await loop.run_in_executor(self._threads, worker.stop)
+                # the close has it among its workers, and kills or stops it too; not stopped
+                # through the pool's threads: close_sync (at exit, the loop still running) has
+                # shut them down. A kill does not wait
+                worker.kill()
                 return
             if ok:
                 assert self._idle is not None

@@ -448,14 +448,21 @@ def test_a_host_needs_at_least_one_bot_worker():
 
 
 def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
-    """A zygote that does not end at its end-of-file within the grace period (stopped by a bot,
-    or hung) is killed, and the close goes on: it raised TimeoutExpired before."""
+    """A zygote that does not end at its end-of-file within the grace period, 2 s (docs/bots.md;
+    stopped by a bot, or hung), is killed, and the close goes on: it raised TimeoutExpired
+    before. The grace is asked for here and cut short."""
     import os
     import signal
 
     from engine_service.plugins import pool as P
 
-    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+    ended_within, graces = P._ended_within, []
+
+    def cut_short(proc, timeout):
+        graces.append(timeout)
+        return ended_within(proc, 0.05)
+
+    monkeypatch.setattr(P, "_ended_within", cut_short)
 
     async def body(host):
         zygote = host._pool._zygote
@@ -464,7 +471,49 @@ def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
         return zygote.process.returncode
 
     assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
+    assert graces == [2.0]
 
+
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "without-pidfds"])
+def test_a_bot_process_end_is_seen_as_it_ends_and_reaped(pidfds, monkeypatch):
+    """The pool's close waits for its zygote's end, within a grace, through its pidfd, readable
+    the moment it ends: Popen.wait with a timeout looks now and then, up to 50 ms apart, and
+    saw the end that much later at every engine's stop (it looks only where there is no
+    pidfd). Either way the ended process is reaped, and one still running when the time is up
+    is left as it is (the close then kills it)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from engine_service.plugins import pool as P
+
+    if pidfds and P._pidfd_of(os.getpid()) is None:
+        pytest.skip("no pidfds here")
+    if not pidfds:
+        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
+    ends, goes_on = subprocess.Popen(["sleep", "0.1"]), subprocess.Popen(["sleep", "60"])
+    looks: list[float] = []
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(subprocess, "time", SimpleNamespace(sleep=lambda s: looks.append(s) or time.sleep(s)))
+            assert P._ended_within(ends, 30.0) is True
+            assert ends.returncode == 0  # reaped
+            assert (looks == []) is pidfds, looks
+            assert P._ended_within(goes_on, 0.05) is False
+        assert goes_on.returncode is None and goes_on.poll() is None
+    finally:
+        goes_on.kill()
+        goes_on.wait()
+
+def test_the_zygote_freezes_what_it_loaded_before_it_forks_its_workers():
+    """What the plugins' import built in the zygote is frozen out of the garbage collector's
+    view before the zygote forks (gc.freeze): its end at the pool's close, which the engine's
+    stop waits for, no longer collects it (about 60 ms of that stop), and its workers'
+    collections never walk it. A worker's bot sees frozen objects."""
+    async def body(host):
+        return await host.decide("says-frozen", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+
+    d = run(with_host(body, workers=1, plugins=["tests.plugins.gc_frozen"]))
+    assert d.action == LEGAL[0], d
 
 def test_budget_leaves_a_margin_for_the_round_trip():
     assert bot_budget(1.0) == pytest.approx(0.9)
@@ -896,6 +945,55 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
             assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
 
     run(with_host(body, workers=1, plugins=()))
+
+
+def test_a_worker_that_cannot_start_is_retried_after_half_a_second_doubling_up_to_30_s(monkeypatch):
+    """docs/bots.md: a worker not ready within 120 s (or dead before) is started again after
+    0.5 s, the pause doubling with each failure in a row up to 30 s, as its
+    bot_worker_start_failed says (retry_in_s). The pauses are asked for here, not waited
+    (the real ones: the test above); no process starts."""
+    from types import SimpleNamespace
+
+    from engine_service.plugins import pool as P
+
+    class Unready:
+        """A worker that is not ready (the first nine times), as one that died while loading."""
+        loaded = None
+
+        def __init__(self, pid):
+            self.pid = pid
+
+        def wait_ready(self, timeout):
+            waits.append(timeout)
+            return self.pid == 10
+
+    waits: list[float] = []
+    pauses: list[float] = []
+
+    async def pause(seconds):
+        pauses.append(seconds)
+
+    monkeypatch.setattr(P, "Zygote", lambda *args: None)
+    monkeypatch.setattr(P, "asyncio", SimpleNamespace(get_running_loop=asyncio.get_running_loop, sleep=pause))
+    pool = P.WorkerPool(None, 1)
+    starts = iter(range(1, 11))
+    pool._new_worker = lambda spare: Unready(next(starts))
+
+    async def go():
+        pool._idle = asyncio.Queue()
+        with capture_logs() as logs:
+            await pool._admit()
+        return logs, pool._idle.get_nowait()
+
+    try:
+        logs, ready = run(go())
+    finally:
+        pool._threads.shutdown()
+    expected = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert pauses == expected
+    assert [(e["pid"], e["retry_in_s"]) for e in logs if e["event"] == "bot_worker_start_failed"] == list(
+        zip(range(1, 10), expected))
+    assert ready.pid == 10 and waits == [120.0] * 10
 
 
 def test_a_worker_that_died_idle_is_passed_over_though_a_process_its_bot_forked_holds_its_socket(
@@ -1626,6 +1724,46 @@ def test_a_worker_started_as_the_pool_closes_is_killed_not_kept():
         workers_pool._zygote.process.wait(30)
 
 
+def test_a_worker_ready_as_the_pool_closes_at_exit_ends_its_start_without_the_pools_threads(monkeypatch):
+    """A worker that says it is ready as the pool closes at the interpreter's exit
+    (close_sync, while the event loop still runs) ends its start quietly, killed: that start
+    stopped it through the pool's threads, which close_sync had shut down, so its task died
+    of a RuntimeError nobody awaited. Here the pool closes in the worker's own wait_ready, once
+    the worker has said it is ready (no spares: that worker's start is the only one)."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SPARES", 0)
+    ready, pools, seen = P.WorkerProcess.wait_ready, [], []
+
+    def ready_then_closed(self, timeout):
+        seen.append((self, ready(self, timeout)))
+        pools[0].close_sync()  # once the worker is ready, before its start goes on
+        return seen[-1][1]
+
+    monkeypatch.setattr(P.WorkerProcess, "wait_ready", ready_then_closed)
+
+    async def go():
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        host = BotHost(plugins=(), workers=1)
+        pools.append(host._pool)
+        try:
+            host.warm()
+            (start,) = host._pool._tasks
+            await asyncio.wait([start], timeout=30.0)
+            return start, errors
+        finally:
+            host._pool.close_sync()
+            host._pool._zygote.process.wait(30)
+
+    start, errors = run(go())
+    ((worker, said),) = seen
+    assert said is True, "the worker was not ready: not the case this test is for"
+    assert start.done() and start.exception() is None, start
+    assert errors == [], errors
+    assert worker.broken and not worker.alive() and worker.conn.closed
+    assert not pools[0]._workers and pools[0]._idle.qsize() == 0
+
 def test_a_fork_refused_because_the_pool_closed_meanwhile_is_no_failure():
     """A worker's fork under way when the pool closes (at the interpreter's exit, close_sync,
     which kills the zygote) is refused by the zygote: the pool's start ends quietly
@@ -2238,6 +2376,25 @@ def test_a_stopped_worker_whose_last_message_is_unreadable_is_killed_all_the_sam
     try:
         peer.send_bytes(b"not a pickle")
         worker.stop()
+        assert worker.broken and worker.conn.closed and proc.poll() is not None
+    finally:
+        worker.kill()
+        peer.close()
+
+
+def test_a_stopped_worker_that_does_not_exit_is_killed_after_its_two_seconds(monkeypatch):
+    """A worker told to exit (the pool's close) that has not within its grace, 2 s
+    (docs/bots.md), is killed and reaped. The wait is asked for here, not waited."""
+    from multiprocessing.connection import Connection
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    graces: list[float] = []
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(Connection, "poll", lambda self, timeout=0.0: graces.append(timeout) or False)
+            worker.stop()
+        assert graces == [2.0]
+        assert peer.recv() is None  # it was told to exit
         assert worker.broken and worker.conn.closed and proc.poll() is not None
     finally:
         worker.kill()
