@@ -734,10 +734,11 @@ class WorkerPool:
         closed, its process group killed: :meth:`WorkerProcess.kill`). One that died on its
         own after an answer, or while set aside as a spare, is not marked broken, and used to
         be forgotten with its socket open until garbage collection, and the processes its
-        bot started in its group alive. Killed in a thread of the pool: telling its zygote
-        to reap it takes the zygote's lock, which a fork may hold for a while."""
+        bot started in its group alive. Killed in a thread of the pool, off the event loop: a
+        worker started as a fresh interpreter (while the zygote was dead) is waited for after
+        its kill (telling a zygote to reap no longer waits: :meth:`Zygote.reap`)."""
         if not worker.broken:
-            self._threads.submit(worker.kill)  # reaping it may wait for the zygote's lock
+            self._threads.submit(worker.kill)
         self._forget(worker)
 
     def _ensure_started(self) -> asyncio.Queue[WorkerProcess]:
