@@ -727,14 +727,26 @@ async def refitted(pilot, app) -> None:
     await pilot.pause()
 
 
+def own_presence_shown(app) -> bool:
+    """Whether the play screen has taken in its seat's own ``PRESENCE`` event (``connected``:
+    a seat whose stream is its only one gets it, docs/api.md). The screen asks for the match's
+    summary on a presence event, for up to ``SUMMARY_WAIT_S`` (2 s), before it reads on: a
+    cut while that call was on its way was noticed once the wait was over, and a test that
+    cut before the event came in saw its connection-lost line at once or 2 s later, from run
+    to run. The line is written once the summary is in."""
+    return any(line.strip() == "you: connected" for line in log_lines(app))
+
+
 async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
     """An action played (by ``seat``, on its own connection, if it is its turn) and shown on
-    the screen: its event stream is open and delivering (the screen's first view comes from a
-    GetView, and its stream may not be open yet), so that a cut then is a stream that fails."""
+    the screen, and the screen's own presence taken in (:func:`own_presence_shown`): its event
+    stream is open, delivering and idle (the screen's first view comes from a GetView, and its
+    stream may not be open yet), so that a cut then is a stream that fails, noticed at once."""
     view = await seat.view()
     if view.seq == 0 and cg.is_my_turn(view):
         await seat.act(lambda v: v.legal_actions[0].notation)
-    await wait_for(pilot, lambda: action_seqs(log_lines(app)), "the first action on screen")
+    await wait_for(pilot, lambda: action_seqs(log_lines(app)) and own_presence_shown(app),
+                   "the first action and the screen's presence on screen")
 
 
 def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
@@ -768,7 +780,8 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                         break
                     await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
                 seq = view.seq
-                await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions, "my turn on screen")
+                await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions
+                               and own_presence_shown(app), "my turn and my presence on screen")
                 assert banner(app) == (False, "")
 
                 proxy.hold()
