@@ -1706,6 +1706,15 @@ def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
                 assert app.query_one("#deals").display, "no deal result on screen"
                 rows = [line.split() for line in screen_text(app).splitlines()]
                 assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
+                lost = cg.StreamState(cg.RECONNECTING, 1, 30)
+                app.on_connection(lost)  # the connection line's row comes from the deal results
+                await pilot.pause()
+                screen = screen_rows(app)
+                assert screen[0].strip() == render.connection_text(lost), screen
+                box = next(i for i, row in enumerate(screen) if row.startswith("╭─ your actions"))
+                assert box + app.MIN_ACTION_ROWS <= 24 - 2, screen  # the actions keep their rows
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
 
     run(scenario(), timeout_s=120)
 
