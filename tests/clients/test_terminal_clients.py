@@ -327,22 +327,53 @@ def test_the_result_line_says_how_the_match_ended():
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
 
 
+def screen_rows(app) -> list[str]:
+    """The terminal's rows as the app draws them (its whole screen), as plain text without
+    trailing blanks."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(), record=True,
+                      color_system=None)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return [row.rstrip() for row in console.export_text().splitlines()]
+
+
+def board_text_rows(app) -> list[str]:
+    """The rows of the board the play screen last drew (``app.board``), as :func:`screen_rows`
+    shows them: in the screen's width less the board's padding, one column in."""
+    options = app.console.options.update_width(app.size.width - 2)
+    return [(" " + "".join(segment.text for segment in line)).rstrip()
+            for line in app.console.render_lines(app.board, options, pad=False)]
+
+
 def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine):
     """On an 80x24 terminal, late in a Georgian Joker match (four seats, a trick and the last
     trick wrapping, six scored deals), the legal actions stay on screen: the deal results give
-    way to them (the actions were pushed below the bottom edge, where no key reached them)."""
+    way to them (the actions were pushed below the bottom edge, where no key reached them).
+    The connection line takes the top row from the board, which is fitted again to the rows
+    left (the admin's decks: a board that does not fit without that refit, whatever the deal)."""
+    from engine_service.rules.cards import card_code
+    from engine_service.rules.registry import get_game
+
+    pack = [card_code(card) for card in get_game("georgian_joker").pack]
+    deck = random.Random(0).sample(pack, len(pack))
 
     async def scenario():
-        async with cg.connect(engine.target) as client:
-            match = await client.create_match("georgian_joker", seats=[None, None, None, None])
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
+            match = await client.create_match("georgian_joker", seats=[None, None, None, None],
+                                              decks=[deck] * 7, first_dealer=0)
             seats = [await client.join(match.match_id, player_name=f"player {n}") for n in range(4)]
             rng = random.Random(3)
+            view = await seats[0].view()
             while True:
-                view = await seats[0].view()
-                if (len(view.scores.deal_results.values) >= 6 and cg.is_my_turn(view)
+                if not cg.is_my_turn(view):  # the next seat's own view (its legal actions)
+                    view = await seats[view.to_act].view()
+                if (view.seat == 0 and len(view.scores.deal_results.values) >= 6
                         and view.phase == "playing" and len(view.legal_actions) >= 2):
                     break
-                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                view = (await seats[view.seat].act(lambda v: rng.choice(cg.legal_notations(v)), view)).view
             app = PlayApp(seats[0], await seats[0].summary())
             async with app.run_test(size=(80, 24)) as pilot:
                 for _ in range(40):
@@ -357,11 +388,22 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
                 status = app.query_one("#status").region  # the refusals and "match over" are shown there
                 assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
-                app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # the connection line takes a row
+                lost = cg.StreamState(cg.RECONNECTING, 1, 30)
+                app.on_connection(lost)  # the connection line takes a row
                 await pilot.pause()
-                assert app.query_one("#connection").region.y == 0
+                # as shown: the line on the top row, then the whole board the screen drew for
+                # the rows left (its last row the hand), then the actions' box
+                screen = screen_rows(app)
+                board = board_text_rows(app)
+                assert screen[0].strip() == render.connection_text(lost), screen
+                assert screen[1:1 + len(board)] == board, screen
+                assert board[-1].lstrip().startswith("your hand:"), board
+                assert screen[1 + len(board)].startswith("╭─ your actions"), screen
+                assert len(board) <= 24 - 2 - 1 - app.MIN_ACTION_ROWS, board
                 shown = actions.content_region
                 assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                status = app.query_one("#status").region
+                assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
                 app.on_connection(cg.StreamState(cg.RESUMED, 1, 30))
                 await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
                 for _ in range(40):
@@ -685,14 +727,26 @@ async def refitted(pilot, app) -> None:
     await pilot.pause()
 
 
+def own_presence_shown(app) -> bool:
+    """Whether the play screen has taken in its seat's own ``PRESENCE`` event (``connected``:
+    a seat whose stream is its only one gets it, docs/api.md). The screen asks for the match's
+    summary on a presence event, for up to ``SUMMARY_WAIT_S`` (2 s), before it reads on: a
+    cut while that call was on its way was noticed once the wait was over, and a test that
+    cut before the event came in saw its connection-lost line at once or 2 s later, from run
+    to run. The line is written once the summary is in."""
+    return any(line.strip() == "you: connected" for line in log_lines(app))
+
+
 async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
     """An action played (by ``seat``, on its own connection, if it is its turn) and shown on
-    the screen: its event stream is open and delivering (the screen's first view comes from a
-    GetView, and its stream may not be open yet), so that a cut then is a stream that fails."""
+    the screen, and the screen's own presence taken in (:func:`own_presence_shown`): its event
+    stream is open, delivering and idle (the screen's first view comes from a GetView, and its
+    stream may not be open yet), so that a cut then is a stream that fails, noticed at once."""
     view = await seat.view()
     if view.seq == 0 and cg.is_my_turn(view):
         await seat.act(lambda v: v.legal_actions[0].notation)
-    await wait_for(pilot, lambda: action_seqs(log_lines(app)), "the first action on screen")
+    await wait_for(pilot, lambda: action_seqs(log_lines(app)) and own_presence_shown(app),
+                   "the first action and the screen's presence on screen")
 
 
 def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
@@ -726,7 +780,8 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                         break
                     await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
                 seq = view.seq
-                await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions, "my turn on screen")
+                await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions
+                               and own_presence_shown(app), "my turn and my presence on screen")
                 assert banner(app) == (False, "")
 
                 proxy.hold()
@@ -1116,12 +1171,16 @@ def test_play_screen_drops_the_reconnecting_line_for_an_error_it_cannot_fix(engi
     run(scenario(), timeout_s=60)
 
 
-def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
+def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine, monkeypatch):
     """A presence event makes the screen ask for the match's summary (names, who is away);
     the connection drops while that call is on its way. The screen still says "connection
     lost" within seconds: the event stream waited for the call, which held it through a
-    minute of retries before the stream's own failure could be noticed."""
+    minute of retries before the stream's own failure could be noticed. (The stream now
+    waits ``SUMMARY_WAIT_S`` for it, here a fraction of its 2 s: the bound is the point, not
+    its length.)"""
     from .conftest import CuttableProxy, two_seats
+
+    monkeypatch.setattr(play, "SUMMARY_WAIT_S", 0.3)
 
     async def scenario():
         async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
@@ -1148,8 +1207,8 @@ def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
                 opponent = asyncio.create_task(opponent_present())  # a presence event on my stream
                 try:
                     await wait_for(pilot, asked.is_set, "the summary asked for")
-                    # a hang guard: held by the summary call's retries, it took a minute
-                    await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line", timeout_s=30)
+                    # held by the summary call's retries, it took 25 s to a minute
+                    await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line", timeout_s=5)
                     me.summary = real_summary
                     proxy.release()
                     await wait_for(pilot, lambda: not banner(app)[0], "the connection back")
@@ -1647,6 +1706,15 @@ def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
                 assert app.query_one("#deals").display, "no deal result on screen"
                 rows = [line.split() for line in screen_text(app).splitlines()]
                 assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
+                lost = cg.StreamState(cg.RECONNECTING, 1, 30)
+                app.on_connection(lost)  # the connection line's row comes from the deal results
+                await pilot.pause()
+                screen = screen_rows(app)
+                assert screen[0].strip() == render.connection_text(lost), screen
+                box = next(i for i, row in enumerate(screen) if row.startswith("╭─ your actions"))
+                assert box + app.MIN_ACTION_ROWS <= 24 - 2, screen  # the actions keep their rows
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
 
     run(scenario(), timeout_s=120)
 
@@ -1726,10 +1794,6 @@ def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
     board with an exchange, a four-call auction, a redoubled contract, melds, jo-jotte, a pot
     and both tricks lost "your hand". Lines that repeat what another says (the information
     card, the auction once the contract line stands, the last trick) now give way first."""
-    import io
-
-    from rich.console import Console
-
     async def scenario():
         async with cg.connect(engine.target) as client:
             match = await client.create_match("jojotte", seats=[None, "heuristic"], turn_time_s=0)
@@ -1745,9 +1809,7 @@ def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
                     if app.view_msg is view:
                         break  # else an event of the real match (a presence change) came in: again
                 assert app.view_msg is view
-                console = Console(width=80, height=22, file=io.StringIO(), record=True, color_system=None)
-                console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-                screen = console.export_text()
+                screen = "\n".join(screen_rows(app))
                 assert "your hand:" in screen and "trick: " in screen and "contract:" in screen, screen
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 22 - 2 and shown.height >= min(3, len(app._shown_actions)), shown

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -604,31 +605,84 @@ class _Silent:
         pass
 
 
+class HeldWorkers:
+    """The bot workers of the engine's own host held at their start until :meth:`release`,
+    and when that host was asked for decisions (``asked``, monotonic seconds)."""
+
+    #: how long the workers are held once the match is resumed: a start that did not wait
+    #: for them asks its resumed bots within milliseconds of that
+    HOLD_S = 1.5
+    #: the decision deadline these tests give: ample for a ready worker on a loaded machine
+    DEADLINE_S = 3.0
+
+    def __init__(self, gate: Path) -> None:
+        self.gate = gate
+        self.asked: list[float] = []
+
+    def release(self) -> None:
+        self.gate.touch()
+
+    async def held_past_resume(self, mgr: MatchManager, match_id: str, starting: asyncio.Task) -> tuple[bool, list]:
+        """Hold the workers :data:`HOLD_S` past ``match_id``'s resume, then release them;
+        whether ``starting`` (``mgr.start()``) was still waiting for them then, and the
+        decisions asked meanwhile."""
+        while match_id not in mgr._matches and not starting.done():
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(self.HOLD_S)
+        waiting, asked = not starting.done(), list(self.asked)
+        self.release()
+        return waiting, asked
+
+
 @pytest.fixture
-def slow_worker_start(monkeypatch):
-    """The engine's own bot host with a plugin that makes each bot worker take 4 s to start
-    (tests.plugins.slow_zygote_start): a start-up longer than the 3 s decision deadline these
-    tests give, whatever the machine's load. They gave 0.15 s against the real start-up, which
-    the workers forked from a ready zygote now beat: a start that did not wait for them passed,
-    and a loaded machine could time out a ready worker's answer. Returns that deadline."""
+def held_workers(monkeypatch, tmp_path):
+    """The engine's own bot host with a plugin whose bot workers do not start until the test
+    releases them (tests.plugins.held_worker_start), noting when it is asked for decisions:
+    a start-up as long as the test wants, whatever the machine's load. They took 4 s against
+    the 3 s decision deadline before: a start that asked its resumed bots without waiting
+    for the workers, but a second or more into their start-up (a resume slowed by a loaded
+    machine), passed; held until the test lets them go, no bot may be asked before."""
     from engine_service.plugins import host as host_module
 
-    class SlowStartHost(host_module.BotHost):
+    from tests.plugins.held_worker_start import GATE_ENV
+
+    held = HeldWorkers(tmp_path / "workers-may-start")
+    monkeypatch.setenv(GATE_ENV, str(held.gate))
+
+    class HeldStartHost(host_module.BotHost):
         def __init__(self, **kwargs):
-            super().__init__(plugins=("tests.plugins.slow_zygote_start",), **kwargs)
+            super().__init__(plugins=("tests.plugins.held_worker_start",), **kwargs)
 
-    monkeypatch.setattr(host_module, "BotHost", SlowStartHost)
-    return 3.0
+        async def decide(self, *args, **kwargs):
+            held.asked.append(time.monotonic())
+            return await super().decide(*args, **kwargs)
+
+    monkeypatch.setattr(host_module, "BotHost", HeldStartHost)
+    yield held
+    held.release()
 
 
-def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path, slow_worker_start):
+async def _started_past_held_workers(mgr: MatchManager, match_id: str, held: HeldWorkers) -> None:
+    """``mgr.start()`` with its workers held past ``match_id``'s resume: the start waited for
+    them, and no bot was asked meanwhile."""
+    starting = asyncio.create_task(mgr.start())  # the real bot host, its worker started by this start
+    try:
+        waiting, asked = await held.held_past_resume(mgr, match_id, starting)
+        assert waiting, "the start did not wait for the bot workers"
+        assert asked == [], "a bot was asked before the bot workers were up"
+    finally:
+        held.release()
+        await starting
+
+
+def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path, held_workers):
     """The bot workers start with the engine (BotHost.warm) so that no decision spends its
     deadline waiting for them; but a resumed match's bot was asked at once, a few
     milliseconds after the workers began to start (a fresh interpreter importing the plugins:
     about a second here), and every bot of a resumed match timed out after a restart on a
     loaded machine (bot_failed, the rulebook's auto-move instead of the bot's move, counted in
     cardgames_bot_failures_total). The start now waits for the workers before it arms the
-    resumed matches' bots. A worker start-up longer than the decision deadline shows it."""
+    resumed matches' bots. Workers held at their start show it."""
     from engine_service.sessions.api import SeatConfig
 
     path = tmp_path / "m.sqlite3"
@@ -645,10 +699,10 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
 
     async def after():
         metrics = Metrics()
-        mgr = MatchManager(config(bot_deadline_s=slow_worker_start, bot_workers=1), store=SqliteStore(path),
+        mgr = MatchManager(config(bot_deadline_s=held_workers.DEADLINE_S, bot_workers=1), store=SqliteStore(path),
                            metrics=metrics)
-        await mgr.start()  # the real bot host, its worker started by this start
         try:
+            await _started_past_held_workers(mgr, match_id, held_workers)
             m = mgr._matches[match_id]
             while m.seq < 4:
                 await asyncio.sleep(0.01)
@@ -662,7 +716,7 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
     assert timeouts == 0
 
 
-def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path, slow_worker_start):
+def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path, held_workers):
     """The same for a Georgian Joker seat whose player left: the takeover bot plays it to the
     end (GJ-12.4), and after a restart it is asked at once for that seat's decision."""
     path = tmp_path / "m.sqlite3"
@@ -684,10 +738,10 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
 
     async def after():
         metrics = Metrics()
-        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=slow_worker_start, bot_workers=1),
+        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=held_workers.DEADLINE_S, bot_workers=1),
                            store=SqliteStore(path), metrics=metrics)
-        await mgr.start()
         try:
+            await _started_past_held_workers(mgr, match_id, held_workers)
             m = mgr._matches[match_id]
             while m.seq < 1:
                 await asyncio.sleep(0.01)

@@ -9,7 +9,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from engine_service.store import SqliteStore
 from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 as pb,
                                                 card_games_pb2_grpc, match_pb2)
 from tests.rules.playout import cards_in
@@ -447,14 +447,15 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
     assert after_serving >= 1.0
 
 
-def _seconds_recorded_away(db: Path, match_id: str, seat: int) -> float | None:
+async def _seconds_recorded_away(store: SqliteStore, match_id: str, seat: int) -> float | None:
     """How long the stored record says ``seat`` has been away while the engine served
-    (``away_seen - away_since``, schema 8), read beside the running engine; None while away
-    is not recorded."""
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        row = conn.execute("SELECT away_since, away_seen FROM seats WHERE match_id = ? AND seat = ?",
-                           (match_id, seat)).fetchone()
-    return None if row is None or None in row else row[1] - row[0]
+    (``away_seen - away_since``), read through ``store``, a store opened beside the running
+    engine; None while away is not recorded."""
+    stored = await store.load_match(match_id)
+    record = None if stored is None else stored.record.seats[seat]
+    if record is None or record.away_since is None or record.away_seen is None:
+        return None
+    return record.away_seen - record.away_since
 
 
 def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tmp_path):
@@ -478,13 +479,21 @@ def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tm
                            for t in tokens]
                 for w in watches:
                     assert (await w.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
-                left = time.monotonic()
-                watches[0].cancel()  # seat 0 goes away; seat 1 stays until the crash
-                # the heartbeat's record of the time away, apart from the window's start by
-                # enough that seat 0's period ends clearly before seat 1's after the restart
-                while (recorded := _seconds_recorded_away(db, match_id, 0)) is None or recorded < 0.5:
-                    assert time.monotonic() - left < 15, "no heartbeat recorded the time away"
-                    await asyncio.sleep(0.05)
+                # the store as the tools beside an engine open it: no lock, nothing created
+                # or migrated (it reads the record as the engine's own store reads it back)
+                reader = SqliteStore(db, exclusive=False, create=False, migrate=False)
+                await reader.open()
+                try:
+                    left = time.monotonic()
+                    watches[0].cancel()  # seat 0 goes away; seat 1 stays until the crash
+                    # the heartbeat's record of the time away, apart from the window's start by
+                    # enough that seat 0's period ends clearly before seat 1's after the restart
+                    while (recorded := await _seconds_recorded_away(reader, match_id, 0)) is None \
+                            or recorded < 0.5:
+                        assert time.monotonic() - left < 15, "no heartbeat recorded the time away"
+                        await asyncio.sleep(0.05)
+                finally:
+                    await reader.close()
                 first.proc.kill()  # kill -9: no drain, no flush
                 first.proc.wait(10)
                 return match_id, time.monotonic() - left
