@@ -690,6 +690,8 @@ class WorkerPool:
         self.per_bot = max(1, size - 1)
         self._bot_slots: dict[str, asyncio.Semaphore] = {}
         self._idle: asyncio.Queue[WorkerProcess] | None = None
+        #: set when a worker joins the idle ones or the spares, or the pool closes: wait_ready looks again
+        self._grown: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
@@ -747,6 +749,7 @@ class WorkerPool:
         if self._idle is None:
             self._loop = asyncio.get_running_loop()
             self._idle = asyncio.Queue()
+            self._grown = asyncio.Event()
             for _ in range(self.size):
                 self._spawn_task(self._admit())
             self._top_up_spares()
@@ -797,6 +800,7 @@ class WorkerPool:
                         self._spares.append(worker)
                 else:
                     self._idle.put_nowait(worker)
+                self._changed()
                 return
             log.error("bot_worker_start_failed", pid=worker.pid,
                       retry_in_s=backoff)
@@ -810,14 +814,27 @@ class WorkerPool:
         self._ensure_started()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
-        """Wait until every worker is ready (tests, and a service that wants warm workers)."""
+        """Wait until every worker is ready (tests, and a service that wants warm workers);
+        False after ``timeout`` seconds, or once the pool is closed. It looks again as each
+        worker is put in rotation or aside (it looked every 20 ms, and the engine's start, which
+        waits for it before serving, waited for the next look: 20 ms of it)."""
         idle = self._ensure_started()
-        deadline = time.monotonic() + timeout
-        while idle.qsize() < self.size or len(self._spares) < SPARES:
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.02)
+        assert self._grown is not None
+        try:
+            async with asyncio.timeout(timeout):
+                while idle.qsize() < self.size or len(self._spares) < SPARES:
+                    if self._closed:
+                        return False
+                    self._grown.clear()
+                    await self._grown.wait()
+        except TimeoutError:
+            return False
         return True
+
+    def _changed(self) -> None:
+        """Have :meth:`wait_ready` look again (on the pool's event loop)."""
+        if self._grown is not None:
+            self._grown.set()
 
     async def run(self, request: tuple, deadline: float,
                   budget: Callable[[float], float] | None = None) -> Reply:
@@ -876,6 +893,7 @@ class WorkerPool:
         assert self._idle is not None
         if not worker.broken and worker.alive():
             self._idle.put_nowait(worker)
+            self._changed()
             return
         self._drop(worker)
         spare = None
@@ -887,6 +905,7 @@ class WorkerPool:
                 self._drop(candidate)
         if spare is not None:
             self._idle.put_nowait(spare)  # capacity is back at once
+            self._changed()
         else:
             self._spawn_task(self._admit())
         self._top_up_spares()
@@ -904,6 +923,7 @@ class WorkerPool:
         if self._closed:
             return
         self._closed = True
+        self._changed()
         for task in list(self._tasks):
             task.cancel()
         with self._lock:

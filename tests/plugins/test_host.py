@@ -416,6 +416,57 @@ def test_a_host_is_ready_once_its_workers_and_spares_are():
     run(body())
 
 
+def test_a_host_start_is_woken_by_its_workers_not_by_a_timer(monkeypatch):
+    """start() (which the engine awaits before it serves) looks again as each worker is put in
+    rotation or aside: it slept 20 ms between looks, and the engine's start waited for the
+    next one after its last worker was ready. No sleep while it waits, and it ends True."""
+    from engine_service.plugins import pool as P
+
+    slept, real_sleep = [], asyncio.sleep
+
+    async def sleep(delay, *args, **kwargs):
+        slept.append(delay)
+        return await real_sleep(delay, *args, **kwargs)
+
+    monkeypatch.setattr(P.asyncio, "sleep", sleep)
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            assert await host.start(timeout_s=60.0) is True
+            assert host._pool._idle.qsize() == 1 and len(host._pool._spares) == P.SPARES
+        finally:
+            await host.close()
+    run(body())
+    assert slept == []
+
+
+def test_closing_a_host_ends_a_wait_for_its_workers(monkeypatch):
+    """A start() still waiting for workers that are not ready (held here) answers False as
+    soon as the host closes, not at the end of its timeout."""
+    from engine_service.plugins import pool as P
+
+    ready, gate = P.WorkerProcess.wait_ready, threading.Event()
+
+    def wait_ready(self, timeout):
+        gate.wait(30.0)  # a hang guard
+        return ready(self, timeout)
+
+    monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            waiting = asyncio.create_task(host.start(timeout_s=60.0))
+            await until(lambda: len(host._pool._workers) == 1 + P.SPARES)
+            await host.close()
+            assert await asyncio.wait_for(waiting, 20.0) is False
+        finally:
+            gate.set()
+            await host.close()
+    run(body())
+
+
 def test_start_says_false_when_the_workers_are_not_up_within_its_timeout():
     """``start(timeout_s)`` bounds its own wait: the workers of a stopped zygote cannot be
     forked, and it answers False after ``timeout_s`` instead of waiting for the pool's own

@@ -198,6 +198,9 @@ def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path, monkeypatch):
         lambda **kw: SqliteStore(tmp_path / "db.sqlite3", **kw), 0.4, monkeypatch)
     assert waited >= 0.3
     _took_the_lock_at_once(attempts, pauses, ownership.POLL_S)
+    # taken at most 10 ms after its holder let go: every 0.1 s, a successor started while its
+    # predecessor drained (a restart) waited up to 100 ms more
+    assert ownership.POLL_S <= 0.01
 
 
 def test_a_refused_wait_ends_after_lock_wait_s(tmp_path):

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from clients.local_service import START_POLL_S, wait_for_exit
+
 from .harness import ADMIN_TOKEN
 
 
@@ -71,7 +73,7 @@ class Service:
             for line in self.lines(grpc_core=True) if self.log_path.stat().st_size else []:
                 if line.get("event") == "serving":
                     return line["port"], line["metrics_port"]
-            time.sleep(0.1)
+            time.sleep(START_POLL_S)
         self.proc.kill()
         raise AssertionError(f"serve did not start:\n{self.log_path.read_text()}")
 
@@ -80,8 +82,13 @@ class Service:
         return f"127.0.0.1:{self.port}"
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Send ``sig`` and wait for the exit status (seen as the process ends:
+        clients.local_service.wait_for_exit); subprocess.TimeoutExpired after ``timeout``."""
         self.proc.send_signal(sig)
         try:
-            return self.proc.wait(timeout)
+            status = wait_for_exit(self.proc, timeout)
+            if status is None:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+            return status
         finally:
             self._log.close()
