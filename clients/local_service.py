@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import socket
 import subprocess
@@ -24,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from engine_service.child_exit import wait_for_exit
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -36,30 +37,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 #: How often :meth:`LocalService.start` reads the engine's log for the line that says it
 #: listens: the start waited up to this long after it (it read it every 0.05 s).
 START_POLL_S = 0.01
-
-
-def wait_for_exit(process: subprocess.Popen, timeout_s: float) -> int | None:
-    """``process``'s exit status once it has ended (reaped), or None when it has not within
-    ``timeout_s``. Its end is seen as it comes, through a pidfd where the system has them:
-    ``Popen.wait`` with a timeout looks at intervals that grow to 50 ms, and saw an engine's end
-    after SIGTERM (an idle one drains in tens of milliseconds) up to that much later."""
-    if process.poll() is not None:
-        return process.returncode
-    try:
-        pidfd = os.pidfd_open(process.pid)
-    except (AttributeError, OSError):  # no pidfds here (not Linux 5.3+), or reaped meanwhile
-        try:
-            return process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
-    try:
-        ended = select.poll()
-        ended.register(pidfd, select.POLLIN)
-        if not ended.poll(timeout_s * 1000):
-            return None
-    finally:
-        os.close(pidfd)
-    return process.wait()  # it has ended: at once
 
 
 class ServiceFailed(RuntimeError):

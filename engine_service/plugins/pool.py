@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator
 
 import structlog
 
+from ..child_exit import wait_for_exit
 from .manager import PluginSettings, load_catalog
 from .runner import CRASH, TIMEOUT, BotRunner, Reply
 
@@ -444,7 +445,7 @@ class Zygote:
             self._control.close()
         except OSError:
             pass
-        if not _ended_within(self.process, SHUTDOWN_GRACE_S):
+        if wait_for_exit(self.process, SHUTDOWN_GRACE_S) is None:
             self.process.kill()
             self.process.wait()
 
@@ -455,29 +456,6 @@ def _pidfd_of(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
-
-
-def _ended_within(proc: subprocess.Popen, timeout: float) -> bool:
-    """Whether ``proc`` ends within ``timeout`` seconds (reaped if so), seen as it ends through
-    its pidfd (readable once it has ended; an unreaped child's pid is its own): ``Popen.wait``
-    with a timeout looks now and then, up to 50 ms apart, and saw the zygote's end that much
-    later at each close of the pool (the engine's stop). ``Popen.wait`` where there is no pidfd."""
-    pidfd = _pidfd_of(proc.pid) if proc.returncode is None else None
-    if pidfd is None:
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    try:
-        ended = select.poll()
-        ended.register(pidfd, select.POLLIN)
-        if not ended.poll(timeout * 1000):
-            return False
-    finally:
-        os.close(pidfd)
-    proc.wait()  # it has ended: at once
-    return True
 
 
 def _zombie(pid: int) -> bool:

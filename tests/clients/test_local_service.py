@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from clients import local_service
-from clients.local_service import LocalService, wait_for_exit
+from clients.local_service import LocalService
+from engine_service.child_exit import wait_for_exit
 
 #: A stand-in for a draining engine: ready once it has said so, then SIGTERM ends it 0.1 s later.
 DRAINS = ("import signal, sys, time\n"

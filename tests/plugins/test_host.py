@@ -507,13 +507,13 @@ def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
 
     from engine_service.plugins import pool as P
 
-    ended_within, graces = P._ended_within, []
+    wait_for_exit, graces = P.wait_for_exit, []
 
     def cut_short(proc, timeout):
         graces.append(timeout)
-        return ended_within(proc, 0.05)
+        return wait_for_exit(proc, 0.05)
 
-    monkeypatch.setattr(P, "_ended_within", cut_short)
+    monkeypatch.setattr(P, "wait_for_exit", cut_short)
 
     async def body(host):
         zygote = host._pool._zygote
@@ -523,59 +523,6 @@ def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
 
     assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
     assert graces == [2.0]
-
-
-@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "without-pidfds"])
-def test_a_bot_process_end_is_seen_as_it_ends_and_reaped(pidfds, monkeypatch):
-    """The pool's close waits for its zygote's end, within a grace, through its pidfd, readable
-    the moment it ends: Popen.wait with a timeout looks now and then, up to 50 ms apart, and
-    saw the end that much later at every engine's stop (it looks only where there is no
-    pidfd). Either way the ended process is reaped, and one still running when the time is up
-    is left as it is (the close then kills it)."""
-    import subprocess
-    from types import SimpleNamespace
-
-    from engine_service.plugins import pool as P
-
-    if pidfds and P._pidfd_of(os.getpid()) is None:
-        pytest.skip("no pidfds here")
-    if not pidfds:
-        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
-    ends, goes_on = subprocess.Popen(["sleep", "0.1"]), subprocess.Popen(["sleep", "60"])
-    looks: list[float] = []
-    try:
-        with pytest.MonkeyPatch.context() as patched:
-            patched.setattr(subprocess, "time", SimpleNamespace(sleep=lambda s: looks.append(s) or time.sleep(s)))
-            assert P._ended_within(ends, 30.0) is True
-            assert ends.returncode == 0  # reaped
-            assert (looks == []) is pidfds, looks
-            assert P._ended_within(goes_on, 0.05) is False
-        assert goes_on.returncode is None and goes_on.poll() is None
-    finally:
-        goes_on.kill()
-        goes_on.wait()
-
-def test_the_zygote_freezes_what_it_loaded_before_it_forks_its_workers():
-    """What the plugins' import built in the zygote is frozen out of the garbage collector's
-    view before the zygote forks (gc.freeze): its end at the pool's close, which the engine's
-    stop waits for, no longer collects it (about 60 ms of that stop), and its workers'
-    collections never walk it. A worker's bot sees frozen objects."""
-    async def body(host):
-        return await host.decide("says-frozen", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
-
-    d = run(with_host(body, workers=1, plugins=["tests.plugins.gc_frozen"]))
-    assert d.action == LEGAL[0], d
-
-def test_budget_leaves_a_margin_for_the_round_trip():
-    assert bot_budget(1.0) == pytest.approx(0.9)
-    assert bot_budget(2.0) == pytest.approx(1.9)
-    assert bot_budget(0.1) == pytest.approx(0.08)
-    assert bot_budget(0.01) == pytest.approx(0.005)
-    assert bot_budget(0.0) == 0.0
-    with pytest.raises(ValueError):
-        Decision("a", "timeout", 0.0)
-    with pytest.raises(ValueError):
-        Decision(None, "bored", 0.0)
 
 
 def test_a_bot_that_keeps_killing_workers_is_benched():

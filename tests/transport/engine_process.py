@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from clients.local_service import START_POLL_S, wait_for_exit
+from clients.local_service import START_POLL_S
+from engine_service.child_exit import wait_for_exit
 
 from .harness import ADMIN_TOKEN
 
@@ -83,7 +84,7 @@ class Service:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         """Send ``sig`` and wait for the exit status (seen as the process ends:
-        clients.local_service.wait_for_exit); subprocess.TimeoutExpired after ``timeout``."""
+        engine_service.child_exit.wait_for_exit); subprocess.TimeoutExpired after ``timeout``."""
         self.proc.send_signal(sig)
         try:
             status = wait_for_exit(self.proc, timeout)
