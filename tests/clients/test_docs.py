@@ -4,6 +4,7 @@ real engine, and the rules index names every game, rulebook section and document
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -48,6 +49,71 @@ def test_every_error_reason_is_documented():
     assert len(reasons) > 30
     missing = sorted(r for r in reasons if f"`{r}`" not in API)
     assert not missing, f"reasons missing from docs/api.md: {missing}"
+
+
+def _module_strings(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level ``NAME = "text"`` constants."""
+    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def sent_reason_codes() -> dict[str, set[str]]:
+    """The status code each reason is sent with, read from where the engine makes its errors:
+    a call of a session error class (its ``code``; its own ``reason`` unless the call names
+    one), a ``MappedError(grpc.StatusCode.X, message, reason, ...)``, and the rules errors
+    by the transport's table. A reason passed through a variable is not resolved here."""
+    from engine_service.sessions import api
+    from engine_service.transport import errors
+
+    session = {name: cls for module in (api, errors) for name, cls in vars(module).items()
+               if isinstance(cls, type) and issubclass(cls, api.SessionError)}
+    found: dict[str, set[str]] = {}
+    for cls, code in errors._RULES_CODES.items():
+        found.setdefault(cls.reason, set()).add(code.name)
+    for path in (ROOT / "engine_service").rglob("*.py"):
+        if "generated" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        constants = _module_strings(tree)
+
+        def text(node: ast.expr | None) -> str | None:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                return node.value
+            return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            keywords = {k.arg: k.value for k in call.keywords}
+            if name in session:
+                code = session[name].code
+                reason = text(keywords["reason"]) if "reason" in keywords else session[name].reason
+            elif name == "MappedError" and call.args and isinstance(call.args[0], ast.Attribute):
+                code = call.args[0].attr
+                reason = text(keywords.get("reason", call.args[2] if len(call.args) > 2 else None))
+            else:
+                continue
+            if reason is not None:
+                found.setdefault(reason, set()).add(code)
+    return found
+
+
+def test_each_reason_is_documented_under_the_status_code_it_is_sent_with():
+    """docs/api.md's table of codes and reasons: a client switches on the code first, so a
+    reason listed under another code than the one the engine sends it with (or missing from
+    the code's row) misleads every client written from the table."""
+    rows = _markdown_rows("| code | reasons | what to do |")
+    documented: dict[str, set[str]] = {}
+    for code, reasons, _ in rows:
+        for reason in re.findall(r"`([A-Z_]+)`", reasons):
+            documented.setdefault(reason, set()).add(code.strip("`"))
+    sent = sent_reason_codes()
+    assert len(sent) > 50 and {"SEAT_LEFT", "RESPONSE_TOO_LARGE", "OUT_OF_FILE_DESCRIPTORS"} <= set(sent)
+    wrong = {reason: (sorted(codes), sorted(documented.get(reason, ())))
+             for reason, codes in sent.items() if codes != documented.get(reason, set())}
+    assert not wrong, f"reason: (codes sent, codes in docs/api.md's table): {wrong}"
 
 
 def test_no_doc_names_a_path_of_one_machine():
