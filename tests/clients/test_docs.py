@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -149,6 +150,53 @@ def _markdown_rows(heading_line: str) -> list[list[str]]:
             break
         rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
     return rows[2:]  # the header and the |---| line
+
+
+#: Table options that add verbs (docs/api.md, Actions), so that the playouts meet them.
+VERB_OPTIONS = {"klaberjass": {"kl_schmeiss": True, "kl_meld_declaration": "optional",
+                               "kl_bella_announcement": "required"},
+                "jojotte": {"jj_meld_declaration": "optional"}}
+_CARD = re.compile(r"(?:[AKQJT98765][SHDC]|X[12])")
+
+
+def _action_shape(action: str) -> str:
+    """An action with its card, suit and number arguments replaced by their kind."""
+    verb, *args = action.split(":")
+    kinds = ["<card>" if _CARD.fullmatch(a) else "<suit>" if a in ("S", "H", "D", "C")
+             else "<n>" if a.isdigit() else a for a in args]
+    return ":".join([verb, *kinds])
+
+
+def test_the_actions_table_lists_every_form_of_action_each_game_offers():
+    """docs/api.md's table of actions per game: each example is its game's notation, and every
+    form of legal action seen in a few seeded random matches (with the options that add
+    verbs) is among the examples, so a frontend drawing the table's forms meets no other."""
+    from engine_service.rules import CHANCE, TERMINAL, get_game
+
+    names = {"Klaberjass": "klaberjass", "Jo-Jotte": "jojotte", "Georgian Joker": "georgian_joker",
+             "Japanese Joker": "japanese_joker"}
+    rows = {names[game]: re.findall(r"`([a-z_]+(?::\w+)*)`", actions)
+            for game, actions in _markdown_rows("| game | actions |")}
+    assert set(rows) == set(names.values())
+    for game_id, examples in rows.items():
+        game = get_game(game_id)
+        examples = [a for a in examples if not a.startswith(("kl_", "jj_"))]  # the options named
+        for action in examples:
+            game.new_state({}, first_dealer=0).parse_action(action)  # MalformedAction if not
+        seen: set[str] = set()
+        for options in ({}, VERB_OPTIONS.get(game_id, {})):
+            for seed in range(4):
+                rng = random.Random(seed)
+                state = game.new_state(options, first_dealer=0)
+                while state.to_act() != TERMINAL:
+                    if state.to_act() == CHANCE:
+                        state.deal(rng.sample(game.pack, len(game.pack)))
+                        continue
+                    legal = state.view(state.to_act())["legal"]
+                    seen |= {_action_shape(a) for a in legal}
+                    state.apply(rng.choice(legal), state.to_act())
+        missing = seen - {_action_shape(a) for a in examples}
+        assert not missing, f"{game_id}: forms of legal actions docs/api.md's table lacks: {sorted(missing)}"
 
 
 def test_every_actor_and_auto_move_reason_of_action_events_is_documented():
