@@ -690,6 +690,35 @@ test('listBotLoadFailures returns the load_failures of a ListBots answer, throug
   assert.deepStrictEqual((await client.listBots()).map((b) => b.name), ['random']);
 });
 
+test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Python library), through the real proto; another key is a TypeError', async () => {
+  const { Client, api } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const method = api.CardGamesService.service.CreateMatch;
+  const sent = [];
+  client.stub = {
+    CreateMatch(request, metadata, options, callback) {
+      // the request as the engine receives it: encoded as the channel does, then decoded
+      sent.push(method.requestDeserialize(method.requestSerialize(request)));
+      callback(null, { match: { match_id: 'm1' } });
+    },
+  };
+  await client.createMatch('klaberjass', { spectatorsAllowed: false, spectatorDelayActions: 12 });
+  assert.strictEqual(sent[0].spectators_allowed, false);  // set, not absent (absent: allowed)
+  assert.strictEqual(Number(sent[0].spectator_delay_actions), 12);
+  await client.createMatch('klaberjass');  // unset: the engine's defaults (spectators allowed, live)
+  assert.strictEqual(sent[1].spectators_allowed, undefined);
+  assert.strictEqual(Number(sent[1].spectator_delay_actions || 0), 0);
+  // a misspelt or unknown key was dropped: the match was made open to spectators all the same
+  for (const spec of [{ spectatorsAllowd: false }, { spectators_allowed: false }, { decks: [] }]) {
+    await assert.rejects(client.createMatch('klaberjass', spec),
+      (error) => error instanceof TypeError && error.message.includes(Object.keys(spec)[0]));
+  }
+  await assert.rejects(client.createMatch('klaberjass', { spectatorsAllowed: 'no' }), TypeError);
+  await assert.rejects(client.createMatch('klaberjass', { spectatorDelayActions: 1.5 }), TypeError);
+  assert.strictEqual(sent.length, 2);
+});
+
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
   const { Client } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
