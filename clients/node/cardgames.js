@@ -187,6 +187,8 @@ function optionValue(name, value) {
 /** The keys of createMatch's spec. */
 const CREATE_SPEC_KEYS = new Set(['seats', 'options', 'turnTimeS', 'name', 'listed', 'spectatorsAllowed',
   'spectatorDelayActions', 'clientCreateId']);
+/** The keys of join's options. */
+const JOIN_SPEC_KEYS = new Set(['seat', 'playerName', 'clientJoinId']);
 
 class Client {
   /**
@@ -401,9 +403,13 @@ class Client {
    * Takes a seat (the first open one unless `seat`); the returned Seat holds the token.
    * Retried on UNAVAILABLE or a timeout with the same client_join_id (a fresh UUID unless
    * `clientJoinId`: 16 to 128 printable characters, a secret like the token): a retry gets the
-   * seat the lost attempt took, with a new token, never a second seat.
+   * seat the lost attempt took, with a new token, never a second seat. Another key of the
+   * options is a TypeError (a misspelt `playername` would be dropped, the seat taken unnamed).
    */
-  async join(matchId, { seat, playerName = '', clientJoinId } = {}) {
+  async join(matchId, spec = {}) {
+    const unknown = Object.keys(spec).filter((key) => !JOIN_SPEC_KEYS.has(key));
+    if (unknown.length) throw new TypeError(`join takes ${[...JOIN_SPEC_KEYS].join(', ')}, not ${unknown.join(', ')}`);
+    const { seat, playerName = '', clientJoinId } = spec;
     const request = { match_id: matchId, player_name: playerName, client_join_id: clientJoinId || crypto.randomUUID() };
     if (seat !== undefined && seat !== null) request.seat = seat;
     const reply = await this.call('JoinMatch', request, { retry: true });

@@ -719,6 +719,27 @@ test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Pyth
   assert.strictEqual(sent.length, 2);
 });
 
+test('join refuses an option it does not take instead of dropping it', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    JoinMatch(request, metadata, options, callback) {
+      requests.push(request);
+      callback(null, { match_id: 'm1', seat: 1, seat_token: 't' });
+    },
+  };
+  const seat = await client.join('m1', { seat: 1, playerName: 'ada', clientJoinId: 'my-own-join-id-0001' });
+  assert.strictEqual(seat.seat, 1);
+  assert.deepStrictEqual([requests[0].seat, requests[0].player_name, requests[0].client_join_id], [1, 'ada', 'my-own-join-id-0001']);
+  for (const spec of [{ name: 'ada' }, { player_name: 'ada' }, { playername: 'ada' }]) {
+    await assert.rejects(client.join('m1', spec),
+      (error) => error instanceof TypeError && error.message.includes(Object.keys(spec)[0]));
+  }
+  assert.strictEqual(requests.length, 1);
+});
+
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
   const { Client } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
