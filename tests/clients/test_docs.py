@@ -117,6 +117,26 @@ def test_each_reason_is_documented_under_the_status_code_it_is_sent_with():
     assert not wrong, f"reason: (codes sent, codes in docs/api.md's table): {wrong}"
 
 
+def test_the_zero_values_note_lists_exactly_the_optional_fields_of_the_protos():
+    """docs/api.md, "Zero values": a client in a language without presence tests only the
+    fields this list names by presence; a field made `optional` later and missing here is read
+    by value, its 0 taken for unset (seat 0, bid:0)."""
+    from engine_service.transport.generated import admin_pb2, card_games_pb2, cards_pb2, match_pb2
+
+    declared = {f"{message.name}.{field.name}"
+                for module in (admin_pb2, card_games_pb2, cards_pb2, match_pb2)
+                for message in module.DESCRIPTOR.message_types_by_name.values()
+                for field in message.fields
+                if field.containing_oneof is not None and field.containing_oneof.name == f"_{field.name}"}
+    zero_values = API[API.index("* **Zero values.**"):]
+    note = zero_values[re.search(r"Only the fields\s+declared", zero_values).start():zero_values.index("Test them by presence")]
+    listed = set()
+    for message, fields in re.findall(r"`(\w+)\.(\w+(?:` / `\w+)*)`", note):
+        listed |= {f"{message}.{name}" for name in fields.split("` / `")}
+    assert len(declared) > 10
+    assert listed == declared, f"listed only: {sorted(listed - declared)}; optional only: {sorted(declared - listed)}"
+
+
 def test_no_doc_names_a_path_of_one_machine():
     """The commands of the docs run from a checkout: bench/README.md's callgrind commands named
     /work/main/.venv/bin/python, the virtualenv of the machine they were measured on."""
