@@ -184,6 +184,12 @@ function optionValue(name, value) {
     + 'nor an OptionValue of ListGames ({int_value: 500})');
 }
 
+/** The keys of createMatch's spec. */
+const CREATE_SPEC_KEYS = new Set(['seats', 'options', 'turnTimeS', 'name', 'listed', 'spectatorsAllowed',
+  'spectatorDelayActions', 'clientCreateId']);
+/** The keys of join's options. */
+const JOIN_SPEC_KEYS = new Set(['seat', 'playerName', 'clientJoinId']);
+
 class Client {
   /**
    * @param {string} target host:port
@@ -312,16 +318,25 @@ class Client {
   /**
    * @param {string} game
    * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
-   *   listed?: boolean, clientCreateId?: string}} spec
+   *   listed?: boolean, spectatorsAllowed?: boolean, spectatorDelayActions?: number,
+   *   clientCreateId?: string}} spec
    *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean},
    *   or a ListGames OptionValue ({int_value: 500}, OptionSpec.default_value) as it came;
-   *   listed: shown in the lobby (listOpenMatches) while it waits for players.
+   *   listed: shown in the lobby (listOpenMatches) while it waits for players;
+   *   spectatorsAllowed (default true) and spectatorDelayActions (spectators see the match that
+   *   many actions late while it is played; 0, the default: live), as the Python library's.
+   *   Another key is a TypeError: a misspelt one (spectatorsAllowd: false) would be dropped,
+   *   and the match made without it.
    * Retried on UNAVAILABLE or a timeout with the same client_create_id (a fresh UUID unless
    * `clientCreateId`: 16 to 128 printable characters, a secret): a retry gets the match the
    * lost attempt created, never a second match; the same id with another spec is
    * ALREADY_EXISTS (CLIENT_CREATE_ID_IN_USE).
    */
   async createMatch(game, spec = {}) {
+    const unknown = Object.keys(spec).filter((key) => !CREATE_SPEC_KEYS.has(key));
+    if (unknown.length) {
+      throw new TypeError(`createMatch takes ${[...CREATE_SPEC_KEYS].join(', ')}, not ${unknown.join(', ')}`);
+    }
     const options = {};
     for (const [name, value] of Object.entries(spec.options || {})) options[name] = optionValue(name, value);
     const request = {
@@ -332,6 +347,18 @@ class Client {
       listed: Boolean(spec.listed),
       client_create_id: spec.clientCreateId || crypto.randomUUID(),
     };
+    if (spec.spectatorsAllowed !== undefined) {
+      if (typeof spec.spectatorsAllowed !== 'boolean') {
+        throw new TypeError(`spectatorsAllowed is true or false, not ${String(spec.spectatorsAllowed)}`);
+      }
+      request.spectators_allowed = spec.spectatorsAllowed;
+    }
+    if (spec.spectatorDelayActions !== undefined) {
+      if (!Number.isInteger(spec.spectatorDelayActions)) {
+        throw new TypeError(`spectatorDelayActions is a whole number of actions, not ${String(spec.spectatorDelayActions)}`);
+      }
+      request.spectator_delay_actions = spec.spectatorDelayActions;  // the engine checks its range
+    }
     if (spec.turnTimeS) {
       const seconds = Math.floor(spec.turnTimeS);
       request.turn_time = { seconds, nanos: Math.round((spec.turnTimeS - seconds) * 1e9) };
@@ -376,9 +403,13 @@ class Client {
    * Takes a seat (the first open one unless `seat`); the returned Seat holds the token.
    * Retried on UNAVAILABLE or a timeout with the same client_join_id (a fresh UUID unless
    * `clientJoinId`: 16 to 128 printable characters, a secret like the token): a retry gets the
-   * seat the lost attempt took, with a new token, never a second seat.
+   * seat the lost attempt took, with a new token, never a second seat. Another key of the
+   * options is a TypeError (a misspelt `playername` would be dropped, the seat taken unnamed).
    */
-  async join(matchId, { seat, playerName = '', clientJoinId } = {}) {
+  async join(matchId, spec = {}) {
+    const unknown = Object.keys(spec).filter((key) => !JOIN_SPEC_KEYS.has(key));
+    if (unknown.length) throw new TypeError(`join takes ${[...JOIN_SPEC_KEYS].join(', ')}, not ${unknown.join(', ')}`);
+    const { seat, playerName = '', clientJoinId } = spec;
     const request = { match_id: matchId, player_name: playerName, client_join_id: clientJoinId || crypto.randomUUID() };
     if (seat !== undefined && seat !== null) request.seat = seat;
     const reply = await this.call('JoinMatch', request, { retry: true });

@@ -4,8 +4,10 @@ real engine, and the rules index names every game, rulebook section and document
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -50,6 +52,91 @@ def test_every_error_reason_is_documented():
     assert not missing, f"reasons missing from docs/api.md: {missing}"
 
 
+def _module_strings(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level ``NAME = "text"`` constants."""
+    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def sent_reason_codes() -> dict[str, set[str]]:
+    """The status code each reason is sent with, read from where the engine makes its errors:
+    a call of a session error class (its ``code``; its own ``reason`` unless the call names
+    one), a ``MappedError(grpc.StatusCode.X, message, reason, ...)``, and the rules errors
+    by the transport's table. A reason passed through a variable is not resolved here."""
+    from engine_service.sessions import api
+    from engine_service.transport import errors
+
+    session = {name: cls for module in (api, errors) for name, cls in vars(module).items()
+               if isinstance(cls, type) and issubclass(cls, api.SessionError)}
+    found: dict[str, set[str]] = {}
+    for cls, code in errors._RULES_CODES.items():
+        found.setdefault(cls.reason, set()).add(code.name)
+    for path in (ROOT / "engine_service").rglob("*.py"):
+        if "generated" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        constants = _module_strings(tree)
+
+        def text(node: ast.expr | None) -> str | None:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                return node.value
+            return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            keywords = {k.arg: k.value for k in call.keywords}
+            if name in session:
+                code = session[name].code
+                reason = text(keywords["reason"]) if "reason" in keywords else session[name].reason
+            elif name == "MappedError" and call.args and isinstance(call.args[0], ast.Attribute):
+                code = call.args[0].attr
+                reason = text(keywords.get("reason", call.args[2] if len(call.args) > 2 else None))
+            else:
+                continue
+            if reason is not None:
+                found.setdefault(reason, set()).add(code)
+    return found
+
+
+def test_each_reason_is_documented_under_the_status_code_it_is_sent_with():
+    """docs/api.md's table of codes and reasons: a client switches on the code first, so a
+    reason listed under another code than the one the engine sends it with (or missing from
+    the code's row) misleads every client written from the table."""
+    rows = _markdown_rows("| code | reasons | what to do |")
+    documented: dict[str, set[str]] = {}
+    for code, reasons, _ in rows:
+        for reason in re.findall(r"`([A-Z_]+)`", reasons):
+            documented.setdefault(reason, set()).add(code.strip("`"))
+    sent = sent_reason_codes()
+    assert len(sent) > 50 and {"SEAT_LEFT", "RESPONSE_TOO_LARGE", "OUT_OF_FILE_DESCRIPTORS"} <= set(sent)
+    wrong = {reason: (sorted(codes), sorted(documented.get(reason, ())))
+             for reason, codes in sent.items() if codes != documented.get(reason, set())}
+    assert not wrong, f"reason: (codes sent, codes in docs/api.md's table): {wrong}"
+
+
+def test_the_zero_values_note_lists_exactly_the_optional_fields_of_the_protos():
+    """docs/api.md, "Zero values": a client in a language without presence tests only the
+    fields this list names by presence; a field made `optional` later and missing here is read
+    by value, its 0 taken for unset (seat 0, bid:0)."""
+    from engine_service.transport.generated import admin_pb2, card_games_pb2, cards_pb2, match_pb2
+
+    declared = {f"{message.name}.{field.name}"
+                for module in (admin_pb2, card_games_pb2, cards_pb2, match_pb2)
+                for message in module.DESCRIPTOR.message_types_by_name.values()
+                for field in message.fields
+                if field.containing_oneof is not None and field.containing_oneof.name == f"_{field.name}"}
+    zero_values = API[API.index("* **Zero values.**"):]
+    note = zero_values[re.search(r"Only the fields\s+declared", zero_values).start():zero_values.index("Test them by presence")]
+    listed = set()
+    for message, fields in re.findall(r"`(\w+)\.(\w+(?:` / `\w+)*)`", note):
+        listed |= {f"{message}.{name}" for name in fields.split("` / `")}
+    assert len(declared) > 10
+    assert listed == declared, f"listed only: {sorted(listed - declared)}; optional only: {sorted(declared - listed)}"
+
+
 def test_no_doc_names_a_path_of_one_machine():
     """The commands of the docs run from a checkout: bench/README.md's callgrind commands named
     /work/main/.venv/bin/python, the virtualenv of the machine they were measured on."""
@@ -83,6 +170,53 @@ def _markdown_rows(heading_line: str) -> list[list[str]]:
             break
         rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
     return rows[2:]  # the header and the |---| line
+
+
+#: Table options that add verbs (docs/api.md, Actions), so that the playouts meet them.
+VERB_OPTIONS = {"klaberjass": {"kl_schmeiss": True, "kl_meld_declaration": "optional",
+                               "kl_bella_announcement": "required"},
+                "jojotte": {"jj_meld_declaration": "optional"}}
+_CARD = re.compile(r"(?:[AKQJT98765][SHDC]|X[12])")
+
+
+def _action_shape(action: str) -> str:
+    """An action with its card, suit and number arguments replaced by their kind."""
+    verb, *args = action.split(":")
+    kinds = ["<card>" if _CARD.fullmatch(a) else "<suit>" if a in ("S", "H", "D", "C")
+             else "<n>" if a.isdigit() else a for a in args]
+    return ":".join([verb, *kinds])
+
+
+def test_the_actions_table_lists_every_form_of_action_each_game_offers():
+    """docs/api.md's table of actions per game: each example is its game's notation, and every
+    form of legal action seen in a few seeded random matches (with the options that add
+    verbs) is among the examples, so a frontend drawing the table's forms meets no other."""
+    from engine_service.rules import CHANCE, TERMINAL, get_game
+
+    names = {"Klaberjass": "klaberjass", "Jo-Jotte": "jojotte", "Georgian Joker": "georgian_joker",
+             "Japanese Joker": "japanese_joker"}
+    rows = {names[game]: re.findall(r"`([a-z_]+(?::\w+)*)`", actions)
+            for game, actions in _markdown_rows("| game | actions |")}
+    assert set(rows) == set(names.values())
+    for game_id, examples in rows.items():
+        game = get_game(game_id)
+        examples = [a for a in examples if not a.startswith(("kl_", "jj_"))]  # the options named
+        for action in examples:
+            game.new_state({}, first_dealer=0).parse_action(action)  # MalformedAction if not
+        seen: set[str] = set()
+        for options in ({}, VERB_OPTIONS.get(game_id, {})):
+            for seed in range(4):
+                rng = random.Random(seed)
+                state = game.new_state(options, first_dealer=0)
+                while state.to_act() != TERMINAL:
+                    if state.to_act() == CHANCE:
+                        state.deal(rng.sample(game.pack, len(game.pack)))
+                        continue
+                    legal = state.view(state.to_act())["legal"]
+                    seen |= {_action_shape(a) for a in legal}
+                    state.apply(rng.choice(legal), state.to_act())
+        missing = seen - {_action_shape(a) for a in examples}
+        assert not missing, f"{game_id}: forms of legal actions docs/api.md's table lacks: {sorted(missing)}"
 
 
 def test_every_actor_and_auto_move_reason_of_action_events_is_documented():

@@ -157,3 +157,17 @@ def test_server_errors_runbook_names_every_unavailable_reason():
     (row,) = [r for r in DOC.splitlines() if r.startswith("| `CardgamesRpcServerErrors`")]
     missing = sorted(r for r in reasons if f"`{r}`" not in row)
     assert not missing, f"UNAVAILABLE reasons the runbook does not name: {missing}"
+
+
+def test_upgrades_names_the_schema_version_of_this_release_and_what_each_one_added():
+    """docs/operations.md, Upgrades: an operator decides from "This release is schema N"
+    whether a rollout migrates the database (and needs the backup first); it must be the
+    stores' version, and the list of what each schema added must reach it."""
+    from engine_service.store import postgres, sqlite
+
+    assert sqlite.SCHEMA_VERSION == postgres.SCHEMA_VERSION
+    upgrades = DOC[DOC.index("## Upgrades"):]
+    (said,) = re.findall(r"This release is schema (\d+)", upgrades)
+    assert int(said) == sqlite.SCHEMA_VERSION
+    missing = [v for v in range(2, sqlite.SCHEMA_VERSION + 1) if not re.search(rf"\bschema {v}\s+(?:added\s+)?`", upgrades)]
+    assert not missing, f"schema versions whose changes Upgrades does not name: {missing}"

@@ -139,3 +139,25 @@ def test_the_prometheus_rule_holds_the_alerts_as_they_are():
     rule = yaml.safe_load(committed)
     assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
     assert rule["spec"] == yaml.safe_load(alerts)
+
+
+def test_the_runbook_table_gives_each_alert_its_severity_and_duration():
+    """docs/operations.md's alert table: an operator pages on its severity column and reads
+    how long a condition must last in "fires when"; both must be alerts.yml's. The table had
+    no check beyond naming each alert, so a rule whose severity or `for` changed kept a
+    runbook row that said otherwise."""
+    rules = {r["alert"]: r for g in yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())["groups"]
+             for r in g["rules"]}
+    operations = (DEPLOY.parent / "docs" / "operations.md").read_text()
+    rows = {m[1]: (m[2], m[3]) for m in
+            re.finditer(r"^\| `(Cardgames\w+)` \| (\w+) \| ([^|]+) \|", operations, re.MULTILINE)}
+    assert set(rows) == set(rules), f"the alert table's rows: {sorted(rows)}; alerts.yml: {sorted(rules)}"
+    for name, rule in rules.items():
+        severity, fires_when = rows[name]
+        assert severity == rule["labels"]["severity"], (name, severity)
+        minutes = [int(n) for n in re.findall(r"\bfor (\d+) minutes?\b", fires_when)]
+        if "for" in rule:
+            number, unit = re.fullmatch(r"(\d+)([mh])", rule["for"]).groups()
+            assert int(number) * (60 if unit == "h" else 1) in minutes, (name, rule["for"], fires_when)
+        else:
+            assert not minutes, (name, "fires at once, but the table says", fires_when)

@@ -690,6 +690,56 @@ test('listBotLoadFailures returns the load_failures of a ListBots answer, throug
   assert.deepStrictEqual((await client.listBots()).map((b) => b.name), ['random']);
 });
 
+test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Python library), through the real proto; another key is a TypeError', async () => {
+  const { Client, api } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const method = api.CardGamesService.service.CreateMatch;
+  const sent = [];
+  client.stub = {
+    CreateMatch(request, metadata, options, callback) {
+      // the request as the engine receives it: encoded as the channel does, then decoded
+      sent.push(method.requestDeserialize(method.requestSerialize(request)));
+      callback(null, { match: { match_id: 'm1' } });
+    },
+  };
+  await client.createMatch('klaberjass', { spectatorsAllowed: false, spectatorDelayActions: 12 });
+  assert.strictEqual(sent[0].spectators_allowed, false);  // set, not absent (absent: allowed)
+  assert.strictEqual(Number(sent[0].spectator_delay_actions), 12);
+  await client.createMatch('klaberjass');  // unset: the engine's defaults (spectators allowed, live)
+  assert.strictEqual(sent[1].spectators_allowed, undefined);
+  assert.strictEqual(Number(sent[1].spectator_delay_actions || 0), 0);
+  // a misspelt or unknown key was dropped: the match was made open to spectators all the same
+  for (const spec of [{ spectatorsAllowd: false }, { spectators_allowed: false }, { decks: [] }]) {
+    await assert.rejects(client.createMatch('klaberjass', spec),
+      (error) => error instanceof TypeError && error.message.includes(Object.keys(spec)[0]));
+  }
+  await assert.rejects(client.createMatch('klaberjass', { spectatorsAllowed: 'no' }), TypeError);
+  await assert.rejects(client.createMatch('klaberjass', { spectatorDelayActions: 1.5 }), TypeError);
+  assert.strictEqual(sent.length, 2);
+});
+
+test('join refuses an option it does not take instead of dropping it', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    JoinMatch(request, metadata, options, callback) {
+      requests.push(request);
+      callback(null, { match_id: 'm1', seat: 1, seat_token: 't' });
+    },
+  };
+  const seat = await client.join('m1', { seat: 1, playerName: 'ada', clientJoinId: 'my-own-join-id-0001' });
+  assert.strictEqual(seat.seat, 1);
+  assert.deepStrictEqual([requests[0].seat, requests[0].player_name, requests[0].client_join_id], [1, 'ada', 'my-own-join-id-0001']);
+  for (const spec of [{ name: 'ada' }, { player_name: 'ada' }, { playername: 'ada' }]) {
+    await assert.rejects(client.join('m1', spec),
+      (error) => error instanceof TypeError && error.message.includes(Object.keys(spec)[0]));
+  }
+  assert.strictEqual(requests.length, 1);
+});
+
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
   const { Client } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
