@@ -441,18 +441,27 @@ def test_a_host_start_is_woken_by_its_workers_not_by_a_timer(monkeypatch):
     assert slept == []
 
 
-def test_closing_a_host_ends_a_wait_for_its_workers(monkeypatch):
-    """A start() still waiting for workers that are not ready (held here) answers False as
-    soon as the host closes, not at the end of its timeout."""
+def _hold_worker_starts(monkeypatch) -> threading.Event:
+    """Every worker's wait for its readiness is held until the returned gate is set (30 s at
+    most: a hang guard)."""
     from engine_service.plugins import pool as P
 
     ready, gate = P.WorkerProcess.wait_ready, threading.Event()
 
     def wait_ready(self, timeout):
-        gate.wait(30.0)  # a hang guard
+        gate.wait(30.0)
         return ready(self, timeout)
 
     monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+    return gate
+
+
+def test_closing_a_host_ends_a_wait_for_its_workers(monkeypatch):
+    """A start() still waiting for workers that are not ready (held here) answers False as
+    soon as the host closes, not at the end of its timeout."""
+    from engine_service.plugins import pool as P
+
+    gate = _hold_worker_starts(monkeypatch)
 
     async def body():
         host = BotHost(workers=1, plugins=())
@@ -1068,13 +1077,7 @@ def test_a_spare_being_started_is_not_listed_in_rotation(monkeypatch):
     start has forked its worker and both spares and none has said it is ready yet."""
     from engine_service.plugins import pool as P
 
-    ready, gate = P.WorkerProcess.wait_ready, threading.Event()
-
-    def wait_ready(self, timeout):
-        gate.wait(30.0)  # a hang guard
-        return ready(self, timeout)
-
-    monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+    gate = _hold_worker_starts(monkeypatch)
 
     async def body():
         host = BotHost(workers=1, plugins=())
