@@ -189,6 +189,8 @@ const CREATE_SPEC_KEYS = new Set(['seats', 'options', 'turnTimeS', 'name', 'list
   'spectatorDelayActions', 'clientCreateId']);
 /** The keys of join's options. */
 const JOIN_SPEC_KEYS = new Set(['seat', 'playerName', 'clientJoinId']);
+/** The keys of the Client's options. */
+const CLIENT_OPTION_KEYS = new Set(['tls', 'rootCertificates', 'serverName', 'timeoutMs', 'backoffMs']);
 
 class Client {
   /**
@@ -204,8 +206,14 @@ class Client {
    *   its stream, attempt 0, 1, 2... in a row (default: a full jitter up to 100 ms * 2^attempt,
    *   2 s at most), as the Python library's RetryPolicy.backoff; a rate limit's RetryInfo delay
    *   is waited when it is longer. One without jitter makes a retry's timing what a test says.
+   * Another key is a TypeError: a misspelt one was dropped (`rootCertificate: pem` connected
+   * without TLS, `timeout: 500` kept the 10 s deadline).
    */
   constructor(target, options = {}) {
+    const unknown = Object.keys(options).filter((key) => !CLIENT_OPTION_KEYS.has(key));
+    if (unknown.length) {
+      throw new TypeError(`Client takes ${[...CLIENT_OPTION_KEYS].join(', ')}, not ${unknown.join(', ')}`);
+    }
     const tls = Boolean(options.tls || options.rootCertificates || options.serverName);
     const credentials = tls
       ? grpc.credentials.createSsl(options.rootCertificates || null)

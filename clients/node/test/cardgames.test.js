@@ -824,6 +824,19 @@ test('Client refuses a timeoutMs that is no deadline (0 was the default, a negat
   }
 });
 
+test('Client refuses an option it does not take instead of dropping it', () => {
+  const { Client } = require('../cardgames');
+  // dropped, a misspelt TLS option made a plaintext channel and a misspelt deadline kept 10 s
+  for (const options of [{ rootCertificate: Buffer.from('pem') }, { timeout: 500 }, { servername: 'e' }, { tls: true, retries: 3 }]) {
+    const bad = Object.keys(options).filter((key) => !['tls'].includes(key))[0];
+    assert.throws(() => new Client('127.0.0.1:9', options),
+      (error) => error instanceof TypeError && error.message.endsWith(`not ${bad}`));
+  }
+  const client = new Client('127.0.0.1:9', { tls: false, timeoutMs: 250, backoffMs: () => 0 });
+  assert.strictEqual(client.timeoutMs, 250);
+  client.close();
+});
+
 test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async () => {
   const { Client, Seat } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
