@@ -890,11 +890,16 @@ def test_closing_the_metrics_endpoint_does_not_wait_out_a_long_poll():
     from engine_service.transport.fdlimits import SHUTDOWN_POLL_S, start_metrics_server
 
     assert SHUTDOWN_POLL_S <= 0.1
-    httpd = start_metrics_server(0, "127.0.0.1", CollectorRegistry())
-    time.sleep(0.1)  # the loop is waiting on its socket
-    started = time.monotonic()
-    httpd.close()
-    assert time.monotonic() - started < 0.3
+    took = []
+    for _ in range(3):  # another endpoint while a loaded machine held this one's thread back
+        httpd = start_metrics_server(0, "127.0.0.1", CollectorRegistry())
+        time.sleep(0.1)  # the loop is waiting on its socket
+        started = time.monotonic()
+        httpd.close()
+        took.append(time.monotonic() - started)
+        if took[-1] < 0.3:
+            break
+    assert took[-1] < 0.3, took  # socketserver's 0.5 s poll: about 0.4 s every time
 
 
 def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
