@@ -44,10 +44,14 @@ def test_an_expired_deadline_plays_the_auto_move(game_id):
             match_id, ps = await open_match(mgr, game_id)
             m = mgr._matches[match_id]
             state0 = m.state.clone()
-            streams = await connect_all(mgr, match_id, ps)
-            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
-            after = time.time()
+            # Georgian Joker arms it as the match starts (its timers run while players are away,
+            # GJ-12.3), and a loaded machine can let it pass while the players connect: read it
+            # now, and have the spectator replay the actions from the first
             first_deadline = m.deadline
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id), after_seq=0)
+            streams = await connect_all(mgr, match_id, ps)
+            after = time.time()
+            first_deadline = first_deadline or m.deadline  # two players: armed once both are connected
             await until(lambda: len(spectator.actions()) >= 2)
             await close_all(streams + [spectator])
             return state0, first_deadline, (before, after), spectator.actions()[:2], mgr.metrics, m
