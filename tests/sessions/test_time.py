@@ -132,9 +132,11 @@ def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadl
         async with manager(config(time_scale=0.01), store=store) as mgr:
             match_id, ps = await open_match(mgr, "georgian_joker")
             m = mgr._matches[match_id]
-            streams = await connect_all(mgr, match_id, ps)
+            # armed as the match starts (GJ-12.3): its move held before the players connect,
+            # which a loaded machine can make last longer than the 0.3 s turn
             deadline, seat = m.deadline, m.state.to_act()
             store.closed = True
+            streams = await connect_all(mgr, match_id, ps)
             await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
             other = (seat + 1) % 4
             await streams[other].close()  # disconnected
