@@ -29,6 +29,10 @@ from .conftest import run
 LIMITS = ["--rate-limit-seat-per-s", "5", "--rate-limit-seat-burst", "1",
           "--rate-limit-peer-per-s", "5", "--rate-limit-peer-burst", "2"]
 
+#: How many times a scenario whose refusals a loaded machine's stall spared is run again
+#: (a stall of 0.2 s between two calls gives their bucket its token back)
+TRIES = 3
+
 
 @pytest.fixture(scope="module")
 def limited_engine(tmp_path_factory) -> Iterator[LocalService]:
@@ -61,9 +65,18 @@ class _Counting:
 def test_calls_refused_by_a_rate_limit_are_sent_again_after_the_delay_and_go_through(limited_engine):
     """Creating, joining, viewing, submitting and leaving as fast as a script can: the engine
     refuses some (RATE_LIMITED), the library sends each again after the delay, and every call
-    succeeds, applied once."""
+    succeeds, applied once. A refusal needs two calls within 0.2 s: a loaded machine's stall
+    between them can spare one, so a table whose run was not refused a view and a join is
+    played again (once or twice at most)."""
 
     async def scenario():
+        for _ in range(TRIES):
+            refused = await table()
+            if {"GetView", "JoinMatch"} <= refused:
+                return
+        raise AssertionError(f"{TRIES} tables, never both a view and a join refused: {refused}")
+
+    async def table() -> set[str]:
         async with cg.connect(limited_engine.target) as client:
             stub = client.stub = _Counting(client.stub)
             match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
@@ -79,8 +92,7 @@ def test_calls_refused_by_a_rate_limit_are_sent_again_after_the_delay_and_go_thr
             assert (await client.get_match(match.match_id)).seq == view.seq + 1
             summary = await mover.leave(resign=True)
             assert summary.status == match_pb2.MATCH_STATUS_FINISHED
-            refused = [name for name, code in stub.codes if code == "RESOURCE_EXHAUSTED"]
-            assert {"GetView", "JoinMatch"} <= set(refused), stub.codes
+            return {name for name, code in stub.codes if code == "RESOURCE_EXHAUSTED"}
 
     run(scenario())
 
@@ -90,11 +102,16 @@ def test_a_leave_of_a_waiting_match_refused_by_a_rate_limit_is_sent_again(limite
         async with cg.connect(limited_engine.target) as client:
             stub = client.stub = _Counting(client.stub)
             match = await client.create_match("japanese_joker", seats=[None, None])
-            seat = await client.join(match.match_id)
-            await seat.view()
-            summary = await seat.leave()  # the seat's one call a moment is spent: refused first
-            assert summary.status == match_pb2.MATCH_STATUS_WAITING and not summary.seats[seat.seat].taken
-            assert [c for n, c in stub.codes if n == "LeaveMatch"] == ["RESOURCE_EXHAUSTED", "OK"]
+            for _ in range(TRIES):  # again while a stall between the view and the leave spared it
+                stub.codes.clear()
+                seat = await client.join(match.match_id)
+                await seat.view()
+                summary = await seat.leave()  # the seat's one call a moment is spent: refused first
+                assert summary.status == match_pb2.MATCH_STATUS_WAITING and not summary.seats[seat.seat].taken
+                leaves = [c for n, c in stub.codes if n == "LeaveMatch"]
+                if leaves != ["OK"]:
+                    break
+            assert leaves == ["RESOURCE_EXHAUSTED", "OK"]
 
     run(scenario())
 
@@ -241,16 +258,20 @@ def test_node_client_calls_refused_by_a_rate_limit_are_sent_again_and_go_through
     from .test_node_client import NODE_DIR, npm_ci
 
     node = npm_ci(NODE_DIR)
-    result = subprocess.run([node, "-e", _NODE_LIMITED, limited_engine.target], cwd=NODE_DIR,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["seats"] == [0, 1] and out["applied"] == out["seq"] + 1 and not out["duplicate"]
-    assert out["ended"] == "MATCH_STATUS_FINISHED"
-    assert out["left"] == "MATCH_STATUS_WAITING" and out["freed"]
-    refused = {name for name, code in out["codes"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]}
+    for _ in range(TRIES):  # again while a loaded machine's stall spared a refusal looked for
+        result = subprocess.run([node, "-e", _NODE_LIMITED, limited_engine.target], cwd=NODE_DIR,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        out = json.loads(result.stdout.strip().splitlines()[-1])
+        assert out["seats"] == [0, 1] and out["applied"] == out["seq"] + 1 and not out["duplicate"]
+        assert out["ended"] == "MATCH_STATUS_FINISHED"
+        assert out["left"] == "MATCH_STATUS_WAITING" and out["freed"]
+        refused = {name for name, code in out["codes"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]}
+        last_leave = [c for n, c in out["codes"] if n == "LeaveMatch"][-2:]
+        if {"GetView", "JoinMatch", "LeaveMatch"} <= refused and last_leave == [8, 0]:
+            break
     assert {"GetView", "JoinMatch", "LeaveMatch"} <= refused, out["codes"]
-    assert [c for n, c in out["codes"] if n == "LeaveMatch"][-2:] == [8, 0]
+    assert last_leave == [8, 0]
 
 
 def test_only_a_resource_exhausted_refusal_is_a_rate_limit():

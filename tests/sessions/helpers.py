@@ -13,7 +13,8 @@ from structlog.testing import LogCapture
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import all_game_ids
-from engine_service.sessions.api import (CreateMatchRequest, MatchEvent, Principal, SeatConfig)
+from engine_service.sessions.api import (CreateMatchRequest, MatchEvent, MatchNotActive, Principal, SeatConfig,
+                                         StaleSequence)
 from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, Store
@@ -97,9 +98,12 @@ async def join_all(mgr: MatchManager, match_id: str) -> tuple[list[str], list[Pr
 
 
 async def play_random(mgr: MatchManager, match_id: str, principals: list[Principal], rng: random.Random,
-                      max_actions: int | None = None) -> int:
+                      max_actions: int | None = None, timed: bool = False) -> int:
     """Per-seat clients: each looks at its own view and acts when it is its turn (with
-    expected_seq and a client_action_id). Returns the number of actions submitted."""
+    expected_seq and a client_action_id). Returns the number of actions submitted.
+    ``timed``: the turns have a deadline short enough that a loaded machine can let it pass
+    before a client's action, whose StaleSequence (MatchNotActive after the last move) then
+    means the auto-move came first."""
     done = 0
     while max_actions is None or done < max_actions:
         summary = await mgr.get_match(match_id)
@@ -112,7 +116,14 @@ async def play_random(mgr: MatchManager, match_id: str, principals: list[Princip
             env = await mgr.get_view(match_id, p)
             if env.view["to_act"] == seat and env.view["legal"]:
                 action = rng.choice(list(env.view["legal"]))
-                res = await mgr.submit_action(match_id, p, action, env.seq, f"c{seat}-{env.seq}")
+                try:
+                    res = await mgr.submit_action(match_id, p, action, env.seq, f"c{seat}-{env.seq}")
+                except (StaleSequence, MatchNotActive):
+                    if not timed:
+                        raise
+                    made = mgr._matches[match_id].actions[env.seq:env.seq + 1]  # the move made instead
+                    assert [(a.seat, a.by, a.reason) for a in made] == [(seat, "auto", "timeout")], made
+                    break  # look at the match again
                 assert res.seq == env.seq + 1 and not res.duplicate
                 done += 1
                 acted = True

@@ -76,7 +76,7 @@ def test_domain_events_carry_their_fields_and_nothing_secret():
                 await until(lambda: not m.seats[0].present)
                 streams[0] = Stream(mgr, s.match_id, ps[0])
                 await until(lambda: m.seats[0].present)
-                await play_random(mgr, s.match_id, ps, random.Random(2))
+                await play_random(mgr, s.match_id, ps, random.Random(2), timed=True)  # 0.3 s turns
                 for st in streams:
                     await st.close()
                 state = mgr.state_of(s.match_id)

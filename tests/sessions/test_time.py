@@ -44,10 +44,14 @@ def test_an_expired_deadline_plays_the_auto_move(game_id):
             match_id, ps = await open_match(mgr, game_id)
             m = mgr._matches[match_id]
             state0 = m.state.clone()
-            streams = await connect_all(mgr, match_id, ps)
-            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
-            after = time.time()
+            # Georgian Joker arms it as the match starts (its timers run while players are away,
+            # GJ-12.3), and a loaded machine can let it pass while the players connect: read it
+            # now, and have the spectator replay the actions from the first
             first_deadline = m.deadline
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id), after_seq=0)
+            streams = await connect_all(mgr, match_id, ps)
+            after = time.time()
+            first_deadline = first_deadline or m.deadline  # two players: armed once both are connected
             await until(lambda: len(spectator.actions()) >= 2)
             await close_all(streams + [spectator])
             return state0, first_deadline, (before, after), spectator.actions()[:2], mgr.metrics, m
@@ -128,9 +132,11 @@ def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadl
         async with manager(config(time_scale=0.01), store=store) as mgr:
             match_id, ps = await open_match(mgr, "georgian_joker")
             m = mgr._matches[match_id]
-            streams = await connect_all(mgr, match_id, ps)
+            # armed as the match starts (GJ-12.3): its move held before the players connect,
+            # which a loaded machine can make last longer than the 0.3 s turn
             deadline, seat = m.deadline, m.state.to_act()
             store.closed = True
+            streams = await connect_all(mgr, match_id, ps)
             await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
             other = (seat + 1) % 4
             await streams[other].close()  # disconnected

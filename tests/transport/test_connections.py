@@ -911,7 +911,7 @@ def test_an_idle_metrics_endpoint_does_not_poll_and_its_close_wakes_it_at_once(m
         closer.start()
         closer.join(10.0)
     assert not closer.is_alive(), "close() waited for a loop that nothing woke"
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 2.0  # at once; a bound a loaded machine cannot reach
 
 
 def test_a_metrics_port_in_use_is_an_oserror_that_leaves_no_descriptor_open():

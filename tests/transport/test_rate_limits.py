@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import urllib.request
 from typing import Any
+from unittest import mock
 
 import grpc
 import pytest
@@ -27,6 +29,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore
+from engine_service.transport import server as server_module
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb
 from engine_service.transport.ratelimit import Rate, RateLimits, parse_networks
 
@@ -65,10 +68,20 @@ def _limited_count(metrics: Metrics, method: str, key_kind: str) -> float:
 
 @run
 async def test_the_call_beyond_a_seat_burst_is_refused_applies_nothing_and_succeeds_after_the_delay():
+    """On the buckets' own clock, which only the test moves: a burst spent over a loaded
+    machine's stall of a second would have had a token back, the call beyond it applied. The
+    other tests here keep the real clock (and a refill slower than any stall)."""
     metrics = Metrics()
     mgr = MatchManager(SessionConfig(db_path="memory:"), store=MemoryStore(), metrics=metrics,
                        create_bot_host=False)
     await mgr.start()
+    now = [1000.0]
+    on_the_tests_clock = functools.partial(server_module.RateLimitInterceptor, clock=lambda: now[0])
+    with mock.patch.object(server_module, "RateLimitInterceptor", on_the_tests_clock):
+        await _seat_burst(mgr, metrics, now)
+
+
+async def _seat_burst(mgr: MatchManager, metrics: Metrics, now: list[float]) -> None:
     async with limited(mgr, RateLimits(seat=Rate(per_s=1, burst=3)), metrics) as srv:
         stub = srv.games
         match_id, tokens = await create_open_match(stub, "klaberjass")  # peer calls: no limit
@@ -86,7 +99,7 @@ async def test_the_call_beyond_a_seat_burst_is_refused_applies_nothing_and_succe
                                          client_action_id="after-the-burst")
         err, delay = await refusal(stub.SubmitAction(request, metadata=bearer(token)))
         assert err.metadata == {"key_kind": "seat"}
-        assert 0 < delay <= 1.0
+        assert delay == 1.0  # a whole token's refill: no time has passed on the buckets' clock
         # nothing was applied: the match did not move, no action was counted
         assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == seq
         assert metrics.value("cardgames_actions_total",
@@ -95,8 +108,10 @@ async def test_the_call_beyond_a_seat_burst_is_refused_applies_nothing_and_succe
         # another seat's token has its own bucket
         other = tokens[(seat + 1) % len(tokens)]
         await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(other))
-        # after the announced delay the same call goes through
-        await asyncio.sleep(delay)
+        # a moment before the announced delay it is still refused; after it, it goes through
+        now[0] += delay - 0.25  # (sums exact in binary)
+        await refusal(stub.SubmitAction(request, metadata=bearer(token)))
+        now[0] += 0.25
         res = await stub.SubmitAction(request, metadata=bearer(token))
         assert res.seq == seq + 1 and not res.duplicate and res.action.notation == legal
         assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == seq + 1
@@ -105,12 +120,14 @@ async def test_the_call_beyond_a_seat_burst_is_refused_applies_nothing_and_succe
 @run
 async def test_watch_opens_count_and_an_open_stream_is_not_cut():
     service = ScriptedService()
-    async with limited(service, RateLimits(seat=Rate(per_s=0.5, burst=1))) as srv:
+    # a token every 20 s: a loaded machine's stall between the two opens still leaves the
+    # delay well above the half of it checked (at 2 s, a 1 s stall did not)
+    async with limited(service, RateLimits(seat=Rate(per_s=0.05, burst=1))) as srv:
         first = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
         await first.read()  # the snapshot
         err, delay = await refusal(srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"),
                                                         metadata=bearer(SEAT_TOKEN)))
-        assert 1.0 < delay <= 2.0
+        assert 10.0 < delay <= 20.0
         assert sum(c[0] == "watch" for c in service.calls) == 1  # the second never opened
         service.release.set()  # the open stream carries on: messages are not calls
         assert (await first.read()).seq == 3
@@ -123,13 +140,15 @@ async def test_watch_opens_count_and_an_open_stream_is_not_cut():
 @run
 async def test_a_peer_limit_throttles_calls_without_a_seat_token_only():
     service = ScriptedService()
-    async with limited(service, RateLimits(peer=Rate(per_s=0.2, burst=2))) as srv:
+    # a token every 50 s: the refusals below hold, and the delay stays well above 40 s, over
+    # any stall of a loaded machine (at 5 s, a 1 s stall failed the bound)
+    async with limited(service, RateLimits(peer=Rate(per_s=0.02, burst=2))) as srv:
         games = srv.games
         with structlog.testing.capture_logs() as logs:
             for _ in range(2):
                 await games.CreateMatch(pb.CreateMatchRequest(game="g"))
             err, delay = await refusal(games.CreateMatch(pb.CreateMatchRequest(game="g")))
-            assert err.metadata == {"key_kind": "peer"} and 4.0 < delay <= 5.0
+            assert err.metadata == {"key_kind": "peer"} and 40.0 < delay <= 50.0
             assert sum(c[0] == "create_match" for c in service.calls) == 2  # never reached
             # every call of this address without a seat token shares the bucket, and a
             # made-up token buys no fresh one
