@@ -287,16 +287,21 @@ def test_watch_waits_out_a_rate_limited_reopen():
     """A resumed stream whose reopening is refused with RESOURCE_EXHAUSTED / RATE_LIMITED
     ("wait its retry_delay, then send the same request again": nothing was done) is reopened
     after the RetryInfo delay, not given up: every spectator behind one address reconnects at
-    once after a server restart."""
+    once after a server restart. The refusal is seen (a stalled machine that refilled the
+    bucket before the reopen made the test pass without one); a 1 s refill, which the first
+    reopening (about 0.1 s after the drop) comes well within."""
 
     async def scenario():
         service = _DropsTheFirstStream()
-        limits = RateLimits(peer=Rate(per_s=2.0, burst=1))  # the reopen comes within ~0.1 s
+        limits = RateLimits(peer=Rate(per_s=1.0, burst=1))
+        states = []
         async with running(service, rate_limits=limits) as srv, cg.connect(srv.target) as client:
-            events = [(e.kind, e.seq) async for e in client.spectate("m1").watch()]
+            events = [(e.kind, e.seq) async for e in client.spectate("m1").watch(on_connection=states.append)]
         assert events == [(match_pb2.EVENT_KIND_SNAPSHOT, 3), (match_pb2.EVENT_KIND_ACTION, 4),
                           (match_pb2.EVENT_KIND_MATCH_ENDED, 4)]
         assert [c[2] for c in service.calls if c[0] == "watch"] == [-1, 3]
+        refused = [s for s in states if s.error is not None and s.error.reason == "RATE_LIMITED"]
+        assert refused and all(s.state == cg.RECONNECTING and s.delay_s >= 0.5 for s in refused), states
 
     run(scenario())
 
