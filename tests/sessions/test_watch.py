@@ -510,12 +510,13 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
     assert error.metadata == {"field": "after_seq"}
 
 
-@pytest.mark.parametrize("after_seq", ["0", 0.0, None])
+@pytest.mark.parametrize("after_seq", ["0", 0.0, None, False])
 def test_after_seq_that_is_no_integer_is_a_bad_request(after_seq):
     """A resume position that is no integer is refused as BAD_AFTER_SEQ on the after_seq
     field (INVALID_ARGUMENT through the transport), before anything is compared with it or
     registered: "0" and None would otherwise fail the comparison with the match's seq (a
-    TypeError, INTERNAL), and 0.0 would open a stream whose events it cannot number."""
+    TypeError, INTERNAL), 0.0 would open a stream whose events it cannot number, and False
+    (a bool is an int to Python) would pass for seq 0."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
