@@ -395,6 +395,32 @@ def test_presence_follows_open_streams():
     assert while_open is True and after is False
 
 
+def test_a_seat_stays_present_while_any_of_its_streams_is_open():
+    """docs/api.md, WatchMatch: "A seat without an open stream counts as disconnected": a
+    seat watching from two devices that closes one is still present, with no grace window
+    and no ``disconnected`` event; closing the other disconnects it."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            other = Stream(mgr, match_id, ps[1])
+            phone, laptop = Stream(mgr, match_id, ps[0]), Stream(mgr, match_id, ps[0])
+            await until(lambda: other.events and phone.events and laptop.events)
+            slot = mgr._matches[match_id].seats[0]
+            await phone.close()
+            await asyncio.sleep(0)
+            one_open = (slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].present)
+            await laptop.close()
+            await until(lambda: any(e.kind == "presence" and e.reason == "disconnected" for e in other.events))
+            seat0 = [e.reason for e in other.events if e.kind == "presence" and e.seat == 0]
+            assert slot.grace_deadline is not None
+            await other.close()
+            return one_open, seat0
+
+    one_open, seat0 = run(go())
+    assert one_open == (None, True)
+    assert seat0 == ["connected", "disconnected"], seat0
+
+
 def test_a_replaced_token_disconnects_a_seat_with_one_stream_and_not_one_with_none():
     """The admin replaces a seat token (ReissueSeatToken): the old token's only stream ends
     (TOKEN_REVOKED) and the seat, present until then, is ``disconnected`` with its grace
