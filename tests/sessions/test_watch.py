@@ -158,6 +158,34 @@ def test_a_stream_ended_by_the_server_mid_replay_ends_at_once(ending):
         "TOKEN_REVOKED" if ending == "token_reissued" else "SEAT_LEFT"), after
 
 
+def test_a_stream_of_a_finished_match_ended_mid_replay_ends_with_its_error_not_the_end():
+    """A stream replaying a finished match that the server ends meanwhile (here: a newer
+    stream of its seat, MAX_SEAT_STREAMS) ends with that error, as on a live match, not with
+    ``match_ended``: the end marks a stream that delivered everything, and this one did not
+    (docs/api.md, Reconnecting: the client resumes from the last seq it got)."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=12)
+            await mgr.terminate_match(match_id, "test")
+            stream = mgr.watch(match_id, ps[2], 2)
+            first = await stream.__anext__()
+            newer = mgr.watch(match_id, ps[2], 2)
+            await newer.__anext__()
+            try:
+                after = await stream.__anext__()
+            except Exception as exc:  # noqa: BLE001 - the error is what the test reads
+                return first, exc
+            finally:
+                await stream.aclose()
+                await newer.aclose()
+            return first, after
+
+    first, after = run(go())
+    assert first.kind == "action" and first.seq == 3
+    assert isinstance(after, LimitExceeded) and after.reason == "MAX_SEAT_STREAMS", after
+
+
 def test_heartbeats_on_an_idle_stream():
     async def go():
         async with manager(config(heartbeat_interval_s=0.02)) as mgr:
