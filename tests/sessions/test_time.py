@@ -312,6 +312,36 @@ def test_two_player_absence_pauses_the_clock_then_forfeits():
     assert metrics.value("cardgames_matches_finished_total", {"game": "klaberjass", "outcome": "forfeit"}) == 1
 
 
+def test_a_grace_expiry_that_waited_for_the_lock_spares_a_player_who_came_back_and_left_again():
+    """JJK-10.2: the absent player forfeits when *their* grace period ends. An expiry that
+    fired while the match's lock was held (a write under way) and meanwhile saw its player
+    come back and go again belongs to a window that no longer runs: the new window stands,
+    and the player does not forfeit at the old one's end."""
+    async def go():
+        async with manager(config(reconnect_grace_s=5, time_scale=0.02)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            slot, loop = m.seats[0], asyncio.get_running_loop()
+            async with m.lock:
+                await streams[0].close()
+                first = slot.grace_deadline
+                await until(lambda: loop.time() > first + 0.05)  # fired: its expiry waits for the lock
+                m.reconnect_grace_s = 500  # the new window: 10 s
+                back = Stream(mgr, match_id, ps[0])
+                await until(lambda: slot.present)
+                await back.close()
+                second = slot.grace_deadline
+            await asyncio.sleep(0.2)
+            over, deadline = m.over, slot.grace_deadline
+            await close_all(streams[1:])
+        return first, second, over, deadline
+
+    first, second, over, deadline = run(go())
+    assert second is not None and second > first + 5
+    assert not over and deadline == second
+
+
 def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
     async def go():
         async with manager(config(reconnect_grace_s=5.0)) as mgr:

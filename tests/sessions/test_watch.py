@@ -158,6 +158,34 @@ def test_a_stream_ended_by_the_server_mid_replay_ends_at_once(ending):
         "TOKEN_REVOKED" if ending == "token_reissued" else "SEAT_LEFT"), after
 
 
+def test_a_stream_of_a_finished_match_ended_mid_replay_ends_with_its_error_not_the_end():
+    """A stream replaying a finished match that the server ends meanwhile (here: a newer
+    stream of its seat, MAX_SEAT_STREAMS) ends with that error, as on a live match, not with
+    ``match_ended``: the end marks a stream that delivered everything, and this one did not
+    (docs/api.md, Reconnecting: the client resumes from the last seq it got)."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=12)
+            await mgr.terminate_match(match_id, "test")
+            stream = mgr.watch(match_id, ps[2], 2)
+            first = await stream.__anext__()
+            newer = mgr.watch(match_id, ps[2], 2)
+            await newer.__anext__()
+            try:
+                after = await stream.__anext__()
+            except Exception as exc:  # noqa: BLE001 - the error is what the test reads
+                return first, exc
+            finally:
+                await stream.aclose()
+                await newer.aclose()
+            return first, after
+
+    first, after = run(go())
+    assert first.kind == "action" and first.seq == 3
+    assert isinstance(after, LimitExceeded) and after.reason == "MAX_SEAT_STREAMS", after
+
+
 def test_heartbeats_on_an_idle_stream():
     async def go():
         async with manager(config(heartbeat_interval_s=0.02)) as mgr:
@@ -395,6 +423,32 @@ def test_presence_follows_open_streams():
     assert while_open is True and after is False
 
 
+def test_a_seat_stays_present_while_any_of_its_streams_is_open():
+    """docs/api.md, WatchMatch: "A seat without an open stream counts as disconnected": a
+    seat watching from two devices that closes one is still present, with no grace window
+    and no ``disconnected`` event; closing the other disconnects it."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            other = Stream(mgr, match_id, ps[1])
+            phone, laptop = Stream(mgr, match_id, ps[0]), Stream(mgr, match_id, ps[0])
+            await until(lambda: other.events and phone.events and laptop.events)
+            slot = mgr._matches[match_id].seats[0]
+            await phone.close()
+            await asyncio.sleep(0)
+            one_open = (slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].present)
+            await laptop.close()
+            await until(lambda: any(e.kind == "presence" and e.reason == "disconnected" for e in other.events))
+            seat0 = [e.reason for e in other.events if e.kind == "presence" and e.seat == 0]
+            assert slot.grace_deadline is not None
+            await other.close()
+            return one_open, seat0
+
+    one_open, seat0 = run(go())
+    assert one_open == (None, True)
+    assert seat0 == ["connected", "disconnected"], seat0
+
+
 def test_a_replaced_token_disconnects_a_seat_with_one_stream_and_not_one_with_none():
     """The admin replaces a seat token (ReissueSeatToken): the old token's only stream ends
     (TOKEN_REVOKED) and the seat, present until then, is ``disconnected`` with its grace
@@ -510,12 +564,13 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
     assert error.metadata == {"field": "after_seq"}
 
 
-@pytest.mark.parametrize("after_seq", ["0", 0.0, None])
+@pytest.mark.parametrize("after_seq", ["0", 0.0, None, False])
 def test_after_seq_that_is_no_integer_is_a_bad_request(after_seq):
     """A resume position that is no integer is refused as BAD_AFTER_SEQ on the after_seq
     field (INVALID_ARGUMENT through the transport), before anything is compared with it or
     registered: "0" and None would otherwise fail the comparison with the match's seq (a
-    TypeError, INTERNAL), and 0.0 would open a stream whose events it cannot number."""
+    TypeError, INTERNAL), 0.0 would open a stream whose events it cannot number, and False
+    (a bool is an int to Python) would pass for seq 0."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
