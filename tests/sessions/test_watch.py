@@ -128,6 +128,14 @@ def test_replayed_views_are_the_views_of_that_moment():
     assert [e.view.view for e in live] == [e.view.view for e in replay]
 
 
+async def _next_or_error(stream):
+    """The stream's next event, or the error it ends with (what the tests read)."""
+    try:
+        return await stream.__anext__()
+    except Exception as exc:  # noqa: BLE001 - the error is the answer
+        return exc
+
+
 @pytest.mark.parametrize("ending", ["token_reissued", "seat_left"])
 def test_a_stream_ended_by_the_server_mid_replay_ends_at_once(ending):
     """A stream the server ends (its seat's token replaced, the seat left) ends with that error
@@ -145,12 +153,9 @@ def test_a_stream_ended_by_the_server_mid_replay_ends_at_once(ending):
             else:
                 await mgr.leave_match(match_id, ps[2], resign=False)
             try:
-                after = await stream.__anext__()
-            except Exception as exc:  # noqa: BLE001 - the error is what the test reads
-                return first, exc
+                return first, await _next_or_error(stream)
             finally:
                 await stream.aclose()
-            return first, after
 
     first, after = run(go())
     assert first.kind == "action" and first.seq == 3
@@ -173,13 +178,10 @@ def test_a_stream_of_a_finished_match_ended_mid_replay_ends_with_its_error_not_t
             newer = mgr.watch(match_id, ps[2], 2)
             await newer.__anext__()
             try:
-                after = await stream.__anext__()
-            except Exception as exc:  # noqa: BLE001 - the error is what the test reads
-                return first, exc
+                return first, await _next_or_error(stream)
             finally:
                 await stream.aclose()
                 await newer.aclose()
-            return first, after
 
     first, after = run(go())
     assert first.kind == "action" and first.seq == 3
