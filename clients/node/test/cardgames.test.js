@@ -20,6 +20,24 @@ function statusDetails(root, details) {
   return Buffer.from(Status.encode(Status.fromObject({ code: 10, message: 'stale', details: any })).finish());
 }
 
+/**
+ * A Client with no channel whose `method` calls are kept in `requests` (each passed through
+ * `record` first) and answered with `reply`.
+ */
+function recordingClient(method, reply, record = (request) => request) {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    [method](request, metadata, options, callback) {
+      requests.push(record(request));
+      callback(null, reply);
+    },
+  };
+  return { client, requests };
+}
+
 test('an ABORTED error carries its reason, metadata and the current view', () => {
   const root = new protobuf.Root();
   root.resolvePath = (origin, target) => (target.startsWith('google/protobuf/')
@@ -691,18 +709,11 @@ test('listBotLoadFailures returns the load_failures of a ListBots answer, throug
 });
 
 test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Python library), through the real proto; another key is a TypeError', async () => {
-  const { Client, api } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
+  const { api } = require('../cardgames');
   const method = api.CardGamesService.service.CreateMatch;
-  const sent = [];
-  client.stub = {
-    CreateMatch(request, metadata, options, callback) {
-      // the request as the engine receives it: encoded as the channel does, then decoded
-      sent.push(method.requestDeserialize(method.requestSerialize(request)));
-      callback(null, { match: { match_id: 'm1' } });
-    },
-  };
+  // the request as the engine receives it: encoded as the channel does, then decoded
+  const { client, requests: sent } = recordingClient('CreateMatch', { match: { match_id: 'm1' } },
+    (request) => method.requestDeserialize(method.requestSerialize(request)));
   await client.createMatch('klaberjass', { spectatorsAllowed: false, spectatorDelayActions: 12 });
   assert.strictEqual(sent[0].spectators_allowed, false);  // set, not absent (absent: allowed)
   assert.strictEqual(Number(sent[0].spectator_delay_actions), 12);
@@ -720,16 +731,7 @@ test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Pyth
 });
 
 test('join refuses an option it does not take instead of dropping it', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const requests = [];
-  client.stub = {
-    JoinMatch(request, metadata, options, callback) {
-      requests.push(request);
-      callback(null, { match_id: 'm1', seat: 1, seat_token: 't' });
-    },
-  };
+  const { client, requests } = recordingClient('JoinMatch', { match_id: 'm1', seat: 1, seat_token: 't' });
   const seat = await client.join('m1', { seat: 1, playerName: 'ada', clientJoinId: 'my-own-join-id-0001' });
   assert.strictEqual(seat.seat, 1);
   assert.deepStrictEqual([requests[0].seat, requests[0].player_name, requests[0].client_join_id], [1, 'ada', 'my-own-join-id-0001']);
@@ -741,16 +743,7 @@ test('join refuses an option it does not take instead of dropping it', async () 
 });
 
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const requests = [];
-  client.stub = {
-    CreateMatch(request, metadata, options, callback) {
-      requests.push(request);
-      callback(null, { match: { match_id: 'm1' } });
-    },
-  };
+  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
   // OptionSpec.default_value as the loader gives it (oneofs: true adds `value`), false included
   await client.createMatch('georgian_joker', {
     options: {
