@@ -1504,6 +1504,12 @@ def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(en
                 await refitted(pilot, app)
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 18 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                await pilot.resize_terminal(80, 14)  # the fitted board is still too tall: cut to its room
+                await refitted(pilot, app)
+                board = app.query_one("#board").region
+                assert board.height == 14 - 2 - app.MIN_ACTION_ROWS, (board, app.board.renderables)
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 14 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
                 await pilot.resize_terminal(120, 45)  # room again: the blank lines are back
                 await refitted(pilot, app)
                 assert any(str(part) == "" for part in app.board.renderables)
