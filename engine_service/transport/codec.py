@@ -756,7 +756,8 @@ def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
 # Identity, not content: an entry serves the very objects it was computed from, which are in
 # the views of every audience that has them, so nothing crosses from one audience to another.
 
-_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD, _SCOPE_EVENT = range(8)
+(_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD, _SCOPE_EVENT,
+ _SCOPE_LOG) = range(9)
 
 
 def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
@@ -795,8 +796,7 @@ def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, 
     key = (_SCOPE_HISTORY, *map(id, objs))
     hit = scope.get(key)
     if hit is None:
-        hit = scope[key] = (objs, b"".join([wire.field(_VIEW_TRICK_HISTORY, t)
-                                            for t in trick_history_bytes(v)]))
+        hit = scope[key] = (objs, _scoped_history(v, objs, scope))
     parts.append(hit[1])
     objs = (v.get("tricks_taken"), v.get("totals"), v.get("deal_results"))
     key = (_SCOPE_SCORES, *map(id, objs))
@@ -820,6 +820,45 @@ def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, 
         else:
             entries.append(wire.scalar_entry(k, value))
     return b"".join(parts), wire.field(_VIEW_TABLE, b"".join(entries))
+
+
+def _scoped_history(v: Mapping[str, Any], objs: tuple, scope: dict[Any, Any]) -> bytes:
+    """The trick history fields of a view (``objs``: what :func:`trick_history_bytes` reads,
+    the table's ``tricks`` and ``deal_actions``, ``hand_sizes``, ``last_trick`` and
+    ``tricks_taken``). The seats of a state whose deal logs are different lists (Japanese
+    Joker: a seat's own table plays name the cards they brought it) but agree on every entry
+    the history is cut from share one walk: the log walked first is kept with its history, and
+    a later log of the state is compared with it entry by entry (the same object, or equal
+    ``seat``, ``action`` and ``winner``), a fraction of the walk's cost."""
+    log, peer = objs[1], None
+    if type(log) is list:
+        key = (_SCOPE_LOG, id(objs[0]), *map(id, objs[2:]))
+        peer = scope.get(key)
+        if peer is not None and _same_plays(peer[1], log):
+            return peer[2]
+    history = b"".join([wire.field(_VIEW_TRICK_HISTORY, t) for t in trick_history_bytes(v)])
+    if type(log) is list and peer is None:
+        scope[key] = (objs, log, history)
+    return history
+
+
+def _same_plays(walked: list[Any], log: list[Any]) -> bool:
+    """Whether :func:`trick_history_bytes` cuts the same tricks from ``log`` as from ``walked``:
+    the same length, and each entry the same object or a dict with equal ``action``, ``seat``
+    and ``winner`` (the only keys it reads; the tricks hold them as ints, and its memo of
+    tricks takes equal keys for one: 1, 1.0 and True give one trick there too)."""
+    if len(walked) != len(log):
+        return False
+    for a, b in zip(walked, log):
+        if a is b:
+            continue
+        if type(a) is not dict or type(b) is not dict:
+            return False
+        for name in ("action", "seat", "winner"):
+            x, y = a.get(name), b.get(name)
+            if x is not y and x != y:
+                return False
+    return True
 
 
 def _cards_of(value: Any) -> list[str]:

@@ -856,6 +856,41 @@ def test_audiences_whose_tables_differ_get_their_own_trick_history():
             assert [[p.card.code for p in t.plays] for t in shared.trick_history] == [cards]
 
 
+def test_audiences_whose_logs_agree_on_the_plays_share_one_walk(monkeypatch):
+    """The seats of one state whose deal logs are different lists (Japanese Joker: a seat's own
+    table plays carry ``moved_cards``) share the trick history of the log walked first when
+    every entry agrees on what the history is cut from (codec._scoped_history); a log that
+    differs in an entry's ``action``, ``seat`` or ``winner``, in its length, or in an entry
+    that is no dict gets its own, each the history the view alone gives."""
+    sizes, taken = [1, 1], [1, 0]
+    lead = {"seat": 0, "action": "play:AS", "from": "table", "moved_public": []}
+    follow = {"seat": 1, "action": "play:KS", "winner": 0}
+    walks = []
+    real = codec.trick_history_bytes
+    monkeypatch.setattr(codec, "trick_history_bytes", lambda v: walks.append(1) or real(v))
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())  # every view's fields encoded
+
+    def history(view, scope):
+        env = api.ViewEnvelope("m", 4, "active", view, encodings=scope)
+        return [[(p.seat, p.card.code) for p in t.plays] + [t.winner] for t in m.View.FromString(codec.view_bytes(env)).trick_history]
+
+    def view_of(log):
+        return {"phase": "play", "hand_sizes": sizes, "tricks_taken": taken, "table": {"deal_actions": log}}
+
+    scope: dict = {}
+    assert history(view_of([lead, follow]), scope) == [[(0, "AS"), (1, "KS"), 0]]
+    own = dict(lead, moved_cards=["QH"])  # the other seat's copy of its own table play
+    assert history(view_of([own, follow]), scope) == [[(0, "AS"), (1, "KS"), 0]]
+    assert len(walks) == 1
+    for other in ([dict(lead, action="play:AH"), follow], [dict(lead, seat=1), follow],
+                  [lead, dict(follow, winner=1)], [lead, follow, {"seat": 0, "action": "play:QS"}, follow],
+                  ["not an entry", follow]):
+        walks.clear()
+        alone = history(view_of(other), None)
+        assert history(view_of(other), scope) == alone, other
+        assert len(walks) == 2, other
+
+
 def test_audiences_whose_scores_differ_get_their_own_scores():
     """Scores (match.proto View.scores) come from the audience's own totals and deal results,
     also where the audiences of one state share the objects the trick history is read from."""
