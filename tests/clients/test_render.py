@@ -862,3 +862,117 @@ def test_a_jo_jotte_meld_step_says_which_category_it_declares():
     assert render.action_text(conceal, _view("jojotte", {"meld_category": "sequences"})).plain \
         == "conceal (sequences)"
     assert render.action_text(declare, _view("jojotte", {"meld_category": None})).plain == "declare"
+
+
+# ---- pinned by helper 3's mutants of clients/render.py --------------------------------------
+
+
+def test_the_hand_reads_card_by_card():
+    """Each card of the hand stands apart ("10♥ 9♥", not "10♥9♥"), and an empty hand says so
+    rather than leaving the line blank."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[3, 3],
+                          hand=[cards_pb2.Card(code=c) for c in ("TH", "9H", "X1")])
+    assert render.hand_text(view).plain == "10♥ 9♥ Joker1"
+    assert render.hand_text(match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0])).plain == "(no cards)"
+
+
+def test_an_exchange_without_its_cards_says_what_it_does():
+    """Without a view (or with one that does not show the turn-up) an exchange still says what
+    it does: Jo-Jotte's ``exchange:7H`` gives its seven for the turn-up (JJ-4.2, NOTATION.md
+    2.2), and Klaberjass's bare ``exchange`` names no card rather than a hidden one."""
+    jj = cards_pb2.Action(notation="exchange:7H", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange",
+                          card=cards_pb2.Card(code="7H"))
+    assert render.action_text(jj).plain == "exchange 7♥ for the turn-up"
+    kl = cards_pb2.Action(notation="exchange", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange")
+    assert render.action_text(kl, _view("klaberjass", {"trump": "D"})).plain == "exchange"
+
+
+def test_a_georgian_joker_joker_that_follows_says_whether_it_takes():
+    """NOTATION.md: ``play:X1:high`` / ``play:X1:low`` follow a trick with a joker "taking or
+    under" (GJ-5.2: played to win, or declining the trick)."""
+    def follow(mode):
+        return cards_pb2.Action(notation="play:X1", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code="X1"), joker_mode=mode)
+
+    assert render.action_text(follow(cards_pb2.JOKER_MODE_HIGH)).plain == "play Joker1 high (takes)"
+    assert render.action_text(follow(cards_pb2.JOKER_MODE_LOW)).plain == "play Joker1 low (under)"
+
+
+def test_a_seat_yet_to_bid_has_an_empty_bid_cell():
+    """Georgian Joker: the bids of seats yet to bid are null in the table (GJ-4.1 order); their
+    cell stays empty, never "None", and a bid of 0 (the pass, NOTATION.md ``bid:0``) reads 0."""
+    view = _view("georgian_joker", {"cards_per_player": 3, "bids": [None, 1, 0, None]}, hand_sizes=[3, 3, 3, 3])
+    header, *rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()]
+    assert header[:5] == ["player", "cards", "tricks", "bid", "score"], header
+    assert [row[-2:] for row in rows] == [["3", "0"], ["0", "1"], ["0", "0"], ["3", "0"]], rows
+
+
+def test_each_seat_row_marks_its_own_turn_deal_cards_and_tricks():
+    """A seat's row: ▶ for the seat to act, D for the dealer (once the match has started: the
+    waiting view withholds the draw, docs/api.md), its own count of cards and tricks."""
+    view = _view("klaberjass", {"trump": "S"}, hand_sizes=[5, 6], to_act=1, dealer=0,
+                 status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.scores.tricks_taken.extend([1, 2])
+    rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()[1:]]
+    assert rows == [["D", "you", "5", "1"], ["▶", "seat", "1", "6", "2"]], rows
+    view.status, view.to_act = match_pb2.MATCH_STATUS_WAITING, 0
+    view.ClearField("to_act")
+    rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()[1:]]
+    assert rows == [["you", "5", "1"], ["seat", "1", "6", "2"]], rows
+
+
+def test_a_trick_shows_the_jo_and_jotte_announced_with_its_cards():
+    """JJ-7.2: "jo" on the trump king while its player holds the trump queen, "jotte" on that
+    queen later: the tricks show them beside the cards (NOTATION.md ``play:KS:jo``)."""
+    trick = match_pb2.Trick()
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="KS"), announcement=cards_pb2.ANNOUNCEMENT_JO)
+    trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))
+    assert render.trick_text(trick, None, 0).plain == "seat 1: K♠ jo   you: A♠"
+    later = match_pb2.Trick()
+    later.plays.add(seat=1, card=cards_pb2.Card(code="QS"), announcement=cards_pb2.ANNOUNCEMENT_JOTTE)
+    assert render.trick_text(later, None, 0).plain == "seat 1: Q♠ jotte"
+
+
+def test_a_quartet_of_tens_reads_as_the_cards_do():
+    """The melds line names a quartet's rank as a card shows it: four tens are "four 10" (the
+    hand shows 10♠), not the notation's "T" (JJ-5.9: the quartets scored are public)."""
+    view = _view("jojotte", {"melds": {"points": [100, 0], "dialogue": [
+        {"seat": 0, "say": "scores", "quartets": ["T"], "points": 100}]}})  # JJ-5.1: 100 each
+    assert "melds: you 100 (four 10)" in plain(render.board(view, None, 0.0))
+
+
+def test_a_trick_worth_no_card_points_says_so():
+    """Klaberjass and Jo-Jotte tricks carry their card points (``Trick.points``), a trick of
+    sevens and eights none: "(+0)" says it, where the games without card points show nothing."""
+    trick = match_pb2.Trick(winner=0, points=0)
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="7C"))
+    trick.plays.add(seat=0, card=cards_pb2.Card(code="8C"))
+    assert render.trick_text(trick, None, 0).plain == "seat 1: 7♣   you: 8♣  → you (+0)"
+    trick.ClearField("points")
+    assert render.trick_text(trick, None, 0).plain == "seat 1: 7♣   you: 8♣  → you"
+
+
+def test_the_meld_talk_says_a_stated_length_and_keeps_quiet_on_a_scored_quartet():
+    """Under ``kl_sequence_compare = length`` (KL-5.4, KL-A11) the value statement carries the
+    sequence's length (KL-5.5 step 1), public: "you 50 (5 cards)". A Jo-Jotte player stating the
+    quartet he then scores (JJ-5.9) says no more than the melds line: no meld talk."""
+    view = _view("klaberjass", {"trump": "D", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50, "length": 5}, {"seat": 1, "say": "how_high"}]})
+    assert "meld talk: you 50 (5 cards), seat 1 how high?" in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [100, 0], "dialogue": [
+        {"seat": 0, "say": "quartet J"}, {"seat": 1, "say": "good"},
+        {"seat": 0, "say": "scores", "quartets": ["J"], "points": 100}]}})
+    text = plain(render.board(view, None, 0.0))
+    assert "melds: you 100 (four J)" in text and "meld talk" not in text, text
+
+
+def test_a_trump_check_won_by_seat_0_is_not_read_as_equal():
+    """KL-5.5 step 4: after ``same`` the trump sequence wins; its winner may be seat 0, which
+    read as "equal: nobody scores sequences" wherever a winner of 0 counted as none."""
+    view = _view("klaberjass", {"trump": "S", "meld_points": [20, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "QS"}, {"seat": 1, "say": "same", "card": "QD"},
+        {"seat": None, "say": "trump_check", "seat0_trump": True, "seat1_trump": False, "result": 0},
+        {"seat": 0, "say": "scores", "points": 20, "sequences": [{"suit": "S", "top": "Q", "length": 3}]}]})
+    assert ("meld talk: you 20, seat 1 how high?, you top Q♠, seat 1 same Q♦, the trump sequence wins"
+            in plain(render.board(view, None, 0.0)))
