@@ -976,3 +976,29 @@ def test_a_trump_check_won_by_seat_0_is_not_read_as_equal():
         {"seat": 0, "say": "scores", "points": 20, "sequences": [{"suit": "S", "top": "Q", "length": 3}]}]})
     assert ("meld talk: you 20, seat 1 how high?, you top Q♠, seat 1 same Q♦, the trump sequence wins"
             in plain(render.board(view, None, 0.0)))
+
+
+def test_a_forbidden_bid_of_0_is_named():
+    """GJ-4.3: the dealer may not bid ``n - s``, which is 0 when the others' bids already add
+    up to the tricks; the line names that 0 as it names any other forbidden bid."""
+    view = _view("georgian_joker", {"cards_per_player": 3, "bids": [None, 1, 1, 1], "forbidden_bid": 0},
+                 hand_sizes=[3, 3, 3, 3])
+    assert "bids: 3 so far, for 3 tricks; the dealer may not bid 0" in [
+        line.plain for line in render.table_lines(view, None)]
+
+
+def test_the_georgian_joker_deal_line_names_the_match_length_and_a_forehand_in_seat_0():
+    """GJ-11.1: the forehand bids first and leads the first trick, seat 0 included (a forehand
+    of 0 went unnamed wherever 0 counted as none); the deal line says how many deals the match
+    has (GJ-2.4: 24, GJ-2.5: 16), not the deal's own number twice."""
+    table = {"deal": 3, "deals_in_match": 24, "pulka": 1, "cards_per_player": 3, "forehand": 0}
+    view = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3])
+    assert "deal: 3 of 24, pulka 1, 3 card(s) each, forehand you" in [
+        line.plain for line in render.table_lines(view, None)]
+
+
+def test_the_jo_jotte_information_card_is_on_the_board():
+    """JJ-2.7: the card turned up from the bottom of the stock after the second deal, seen by
+    both players (unused in play, but a card neither holds)."""
+    view = _view("jojotte", {"turn_up": "AD", "info_card": "9C"})
+    assert "information card: 9♣" in plain(render.board(view, None, 0.0))
