@@ -56,3 +56,12 @@ def test_every_deal_scored_since_the_last_event_is_printed():
                           "deal 3 scored: you 0 (9 tricks), seat 1 0 (9 tricks)"]
     rows = [line.split()[0] for line in _printed(table=True)[2:]]
     assert rows == ["2", "3"], rows
+
+
+def test_the_deals_scored_before_the_first_view_are_not_printed_again():
+    """The first view (``seen`` None: --autoplay's start, clients.watch --plain joining late)
+    prints none of the deals scored before it; it only counts them."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    assert play.print_scored_deals(console, _view(DEALS), None, None) == 3
+    assert out.getvalue() == ""

@@ -1002,3 +1002,35 @@ def test_the_jo_jotte_information_card_is_on_the_board():
     both players (unused in play, but a card neither holds)."""
     view = _view("jojotte", {"turn_up": "AD", "info_card": "9C"})
     assert "information card: 9♣" in plain(render.board(view, None, 0.0))
+
+
+def test_a_maker_or_nullo_caller_in_seat_0_is_named_and_the_trump_comes_first():
+    """Seat 0 is a seat like any other: the Klaberjass maker (KL-3.2) and the Jo-Jotte nullo
+    caller (JJ-4.3) in seat 0 went unnamed wherever 0 counted as none. The trump heads the
+    table's lines."""
+    lines = [line.plain for line in render.table_lines(_view("klaberjass", {"trump": "S", "maker": 0}), None)]
+    assert lines[0] == "trump: ♠" and "maker: you" in lines, lines
+    contract = {"strain": "D", "bidder": 1, "multiplier": 1, "declarer": 1, "defender": 0,
+                "kind": None, "holder": None, "play_strain": None}
+    view = _view("jojotte", {"contract": contract, "auction_state": None,
+                             "deal_actions": [{"seat": 0, "action": "nullo"}]})
+    assert "contract: ♦, declarer seat 1; you called nullo" in plain(render.board(view, None, 0.0))
+
+
+def test_the_last_deal_says_what_equal_totals_mean():
+    """Equal deal totals are scored differently in the two games, and the line says how in the
+    rulebooks' terms: Klaberjass's maker then scores nothing (KL-9.3), Jo-Jotte's tie puts the
+    trick points in the frozen pot (JJ-9.4 (c), JJ-9.5)."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 0], "card_points": [81, 81],
+                 "scored": [0, 81]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [81, 81], "outcome": "equal"}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    assert " ".join(plain(render.board(view, None, 0.0)).split()).count(
+        "you 81, seat 1 81 — equal totals: the maker scores nothing") == 1
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [0, 0], "above": [0, 0]}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [81, 81], "tricks": [4, 5],
+            "comparison": [81, 81], "outcome": "tie", "pot_to": None, "game_winner": None, "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    assert "you 81, seat 1 81 — a tie: the trick points go to the pot" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
