@@ -9,7 +9,7 @@ import io
 from google.protobuf import json_format
 from rich.console import Console
 
-from clients import play
+from clients import play, render
 from engine_service.transport.generated import match_pb2
 
 #: Three scored Japanese Joker deals (JJK-8: the tricks taken, the points scored).
@@ -65,3 +65,36 @@ def test_the_deals_scored_before_the_first_view_are_not_printed_again():
     console = Console(file=out, width=200, force_terminal=False)
     assert play.print_scored_deals(console, _view(DEALS), None, None) == 3
     assert out.getvalue() == ""
+
+
+def _rows(renderable) -> int:
+    out = io.StringIO()
+    Console(file=out, width=120, force_terminal=False).print(renderable)
+    return len(out.getvalue().splitlines())
+
+
+def test_a_board_one_row_too_tall_loses_its_blank_lines_first():
+    """fitted_board: a board taller than the room by a single row gives up its blank lines,
+    and keeps every line of the table and the hand (the play screen cuts what is still too
+    tall at the bottom, where the hand is)."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[6, 6], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"trump": "S", "turn_up": "9S"})
+    view.hand.add(code="AS")
+    full = render.board(view, None, 0.0)
+    compact = render.board(view, None, 0.0, compact=True)
+    assert _rows(compact) < _rows(full) - 1
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(full) - 1)
+    assert _rows(fitted) == _rows(compact)
+
+
+def test_a_short_terminal_keeps_the_auction_in_progress():
+    """The auction is among the lines a short terminal drops once a contract or maker line says
+    how it ended; while it goes on it is what the player answers (JJ-3.1), and it stays."""
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[6, 6], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"turn_up": "9S", "info_card": "7D",
+                       "auction": [{"seat": 1, "call": "pass"}, {"seat": 0, "call": "name:H"}]})
+    view.hand.add(code="AS")
+    compact = render.board(view, None, 0.0, compact=True)
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 2)
+    text = "".join(part.plain + "\n" for part in fitted.renderables if hasattr(part, "plain"))
+    assert "auction: seat 1 pass, you name ♥" in text and "information card" not in text, text

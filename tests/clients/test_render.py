@@ -1034,3 +1034,23 @@ def test_the_last_deal_says_what_equal_totals_mean():
     view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
     assert "you 81, seat 1 81 — a tie: the trick points go to the pot" in " ".join(
         plain(render.board(view, None, 0.0)).split())
+
+
+def test_a_nullo_deal_is_not_called_doubled():
+    """JJ-9.7: a nullo ignores the multiplier (the default ``jj_multiplier_scope``), so the last
+    deal's line names no doubling for it, though the auction doubled the contract."""
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 2},
+             "below": [0, 0], "above": [0, 200], "pot": 0}
+    last = {"tricks": [9, 0], "pot_to": None, "game_winner": None, "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [nullo])
+    line = render.last_deal_line(view, None).plain
+    assert line == "last deal: nullo no trump, nullo player seat 1: made, no trick taken", line
+
+
+def test_a_nullo_player_who_took_one_trick_lost():
+    """JJ-9.7: the nullo player undertakes to win no trick; one trick taken loses it."""
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 0, "multiplier": 1},
+             "below": [0, 0], "above": [0, 200], "pot": 0}
+    last = {"tricks": [1, 8], "pot_to": None, "game_winner": None, "rubber_winner": None}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [nullo]), None).plain
+    assert line == "last deal: nullo no trump, nullo player you: lost, 1 trick taken", line
