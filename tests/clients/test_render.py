@@ -1054,3 +1054,27 @@ def test_a_nullo_player_who_took_one_trick_lost():
     last = {"tricks": [1, 8], "pot_to": None, "game_winner": None, "rubber_winner": None}
     line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [nullo]), None).plain
     assert line == "last deal: nullo no trump, nullo player you: lost, 1 trick taken", line
+
+
+def test_a_slam_of_eight_tricks_is_lost_and_a_pot_won_by_seat_0_is_named():
+    """JJ-9.6: a slam is all nine tricks, eight lose it; JJ-9.5: the frozen pot goes to the
+    winner of the next decided deal, seat 0 too (unnamed wherever 0 counted as none)."""
+    slam = {"thrown_in": False, "contract": {"kind": "slam", "strain": "S", "holder": 0, "multiplier": 1},
+            "below": [0, 0], "above": [0, 500], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [140, 22], "tricks": [8, 1],
+            "comparison": [140, 22], "outcome": "declarer_more", "pot_to": 0, "game_winner": None,
+            "rubber_winner": None}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [slam]), None).plain
+    assert line.endswith("— the declarer has more, slam lost; the pot to you"), line
+
+
+def test_a_game_and_rubber_won_by_seat_0_are_named():
+    """JJ-10.1, JJ-10.3: the deal that ends a game, and the one that ends the rubber, say who won them;
+    seat 0 went unnamed wherever 0 counted as none."""
+    normal = {"thrown_in": False, "contract": {"kind": "normal", "strain": "H", "holder": 0, "multiplier": 1},
+              "below": [90, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [90, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": 0,
+            "rubber_winner": 0}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [normal]), None).plain
+    assert line.endswith("; game to you; rubber to you"), line
