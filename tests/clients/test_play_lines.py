@@ -98,3 +98,19 @@ def test_a_short_terminal_keeps_the_auction_in_progress():
     fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 2)
     text = "".join(part.plain + "\n" for part in fitted.renderables if hasattr(part, "plain"))
     assert "auction: seat 1 pass, you name ♥" in text and "information card" not in text, text
+
+
+def test_a_short_terminal_drops_the_meld_talk_before_this_deals_last_trick():
+    """SPARE_LINES' order: the meld dialogue (its scores are on the melds line) goes before
+    the last trick of the deal being played."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[7, 7], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"trump": "D", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"}]})
+    view.last_trick.plays.add(seat=0, card={"code": "AS"})
+    view.last_trick.plays.add(seat=1, card={"code": "7S"})
+    view.trick_history.append(view.last_trick)
+    view.hand.add(code="KD")
+    compact = render.board(view, None, 0.0, compact=True)
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 1)
+    labels = [part.plain.split(":")[0] for part in fitted.renderables if hasattr(part, "plain")]
+    assert "meld talk" not in labels and "last trick" in labels and "your hand" in labels, labels

@@ -1078,3 +1078,22 @@ def test_a_game_and_rubber_won_by_seat_0_are_named():
             "rubber_winner": 0}
     line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [normal]), None).plain
     assert line.endswith("; game to you; rubber to you"), line
+
+
+def test_the_columns_of_the_viewer_in_seat_1_are_its_own():
+    """JJK-4: "your columns" is the viewer's row whichever seat it holds; the other row is
+    named by its seat."""
+    view = _view("japanese_joker", {"declarer": 0, "columns": [[{"up": "9H", "on_table": True}],
+                                                               [{"up": "QH", "on_table": True}]]})
+    view.seat = 1
+    lines = [line.plain for line in render.columns_lines(view, None)]
+    assert lines == ["seat 0's columns: [9♥/▒▒]", "your columns: [Q♥/▒▒]"], lines
+
+
+def test_the_countdown_turns_red_under_ten_seconds():
+    """The time left for a decision (the server plays the auto-move after it): green, yellow
+    under 20 s, red under 10 s, and never below 0."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9])
+    view.deadline.FromNanoseconds(100 * 10**9)
+    assert [(t.plain, str(t.style)) for t in (render.deadline_text(view, now) for now in (75, 85, 93, 105))] == [
+        ("  25 s", "bold green"), ("  15 s", "bold yellow"), ("   7 s", "bold red"), ("   0 s", "bold red")]
