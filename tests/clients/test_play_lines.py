@@ -114,3 +114,18 @@ def test_a_short_terminal_drops_the_meld_talk_before_this_deals_last_trick():
     fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 1)
     labels = [part.plain.split(":")[0] for part in fitted.renderables if hasattr(part, "plain")]
     assert "meld talk" not in labels and "last trick" in labels and "your hand" in labels, labels
+
+
+def test_the_deal_results_show_the_last_six_deals_that_fit():
+    """fitted_deals: the last six scored deals when there is room, fewer (the latest) when
+    there is not, none when not even the last one fits."""
+    view = _view(DEALS * 3)  # nine deals
+
+    def numbers(table):
+        out = io.StringIO()
+        Console(file=out, width=120, force_terminal=False).print(table)
+        return [line.split()[0] for line in out.getvalue().splitlines()[2:]]
+
+    assert numbers(play.fitted_deals(view, None, _rows, 50)) == ["4", "5", "6", "7", "8", "9"]
+    assert numbers(play.fitted_deals(view, None, _rows, 4)) == ["8", "9"]
+    assert play.fitted_deals(view, None, _rows, 2) is None

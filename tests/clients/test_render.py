@@ -1097,3 +1097,11 @@ def test_the_countdown_turns_red_under_ten_seconds():
     view.deadline.FromNanoseconds(100 * 10**9)
     assert [(t.plain, str(t.style)) for t in (render.deadline_text(view, now) for now in (75, 85, 93, 105))] == [
         ("  25 s", "bold green"), ("  15 s", "bold yellow"), ("   7 s", "bold red"), ("   0 s", "bold red")]
+
+
+def test_a_match_over_without_a_winner_says_so():
+    """docs/api.md (View ``winners``): nobody wins after an abandonment or a termination; the
+    header then reads "no winner", not a blank after "match over:"."""
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True,
+                          status=match_pb2.MATCH_STATUS_TERMINATED)
+    assert render.header_text(over, None, 0.0).plain.endswith("match over: no winner")
