@@ -1105,3 +1105,19 @@ def test_a_match_over_without_a_winner_says_so():
     over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True,
                           status=match_pb2.MATCH_STATUS_TERMINATED)
     assert render.header_text(over, None, 0.0).plain.endswith("match over: no winner")
+
+
+def test_the_header_says_whose_turn_it_is_and_which_seat_waits_for_a_player():
+    """"your turn" only when the seat to act is the viewer's (the header said it to a player
+    whose opponent was to act); a waiting table names the open seats, not the taken ones."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9], phase="auction", to_act=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert render.header_text(view, None, 0.0).plain.endswith("seat 1 to act")
+    view.to_act = 0
+    assert render.header_text(view, None, 0.0).plain.endswith("your turn")
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN)])
+    waiting = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="dealing",
+                             status=match_pb2.MATCH_STATUS_WAITING)
+    assert render.header_text(waiting, summary, 0.0).plain.endswith("waiting for a player in seat 1")
