@@ -1121,3 +1121,25 @@ def test_the_header_says_whose_turn_it_is_and_which_seat_waits_for_a_player():
     waiting = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="dealing",
                              status=match_pb2.MATCH_STATUS_WAITING)
     assert render.header_text(waiting, summary, 0.0).plain.endswith("waiting for a player in seat 1")
+
+
+def test_the_last_deal_line_stays_at_the_end_and_goes_once_a_contract_is_settled():
+    """README: the board shows what the last deal came to "until the next trump is fixed", and
+    at the match's end (its final trump still on the table); a Jo-Jotte contract settled
+    before its trump is shown (the exchange and nullo window) ends it too."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 0], "card_points": [100, 62],
+                 "scored": [162, 0]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [100, 62], "outcome": "maker_more"}
+    over = _view("klaberjass", {"trump": "H", "previous_deal": detail}, [kl_result], over=True)
+    assert "last deal: trump ♥, maker you: you 100, seat 1 62 — the maker has more" in " ".join(
+        plain(render.board(over, None, 0.0)).split())
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [90, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [90, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": None,
+            "rubber_winner": None}
+    contract = {"strain": "D", "bidder": 0, "multiplier": 1, "declarer": 0, "defender": 1,
+                "kind": None, "holder": None, "play_strain": None}
+    settled = _view("jojotte", {"contract": contract, "auction_state": None, "last_deal": last}, [jj_result])
+    text = plain(render.board(settled, None, 0.0))
+    assert "contract: ♦, declarer you" in text and "last deal" not in text, text
