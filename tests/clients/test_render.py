@@ -1143,3 +1143,10 @@ def test_the_last_deal_line_stays_at_the_end_and_goes_once_a_contract_is_settled
     settled = _view("jojotte", {"contract": contract, "auction_state": None, "last_deal": last}, [jj_result])
     text = plain(render.board(settled, None, 0.0))
     assert "contract: ♦, declarer you" in text and "last deal" not in text, text
+
+
+def test_a_spectators_board_has_no_hand():
+    """A spectator holds no seat (``View.seat`` unset) and no hand: its board has no "your
+    hand" line, not even an empty one."""
+    view = match_pb2.View(game="klaberjass", hand_sizes=[9, 9], status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "hand" not in plain(render.board(view, None, 0.0))
