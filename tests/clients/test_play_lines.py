@@ -129,3 +129,43 @@ def test_the_deal_results_show_the_last_six_deals_that_fit():
     assert numbers(play.fitted_deals(view, None, _rows, 50)) == ["4", "5", "6", "7", "8", "9"]
     assert numbers(play.fitted_deals(view, None, _rows, 4)) == ["8", "9"]
     assert play.fitted_deals(view, None, _rows, 2) is None
+
+
+class _Session:
+    """A seat session whose stream brings one view with this seat to act, then the end; it
+    records what the policy chose."""
+
+    seat = 0
+
+    def __init__(self, view) -> None:
+        self.view_ = view
+        self.chosen: list[str] = []
+
+    async def watch(self, after_seq=None, on_connection=None):
+        from engine_service.transport.generated import card_games_pb2
+
+        yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=1, view=self.view_)
+        yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=2, reason="rules")
+
+    async def act(self, decide, view):
+        self.chosen.append(decide(view))
+
+    async def summary(self):
+        return match_pb2.MatchSummary()
+
+
+def test_autoplay_first_plays_the_first_legal_action():
+    """--autoplay first: the first legal action, every time (a script's repeatable run), where
+    ``random`` chooses among them."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"))
+    console = Console(file=io.StringIO(), width=200)
+    for seed in range(5):
+        session = _Session(view)
+        asyncio.run(play.autoplay(session, "first", console, seed=seed))
+        assert session.chosen == ["trump:S"], session.chosen

@@ -1150,3 +1150,15 @@ def test_a_spectators_board_has_no_hand():
     hand" line, not even an empty one."""
     view = match_pb2.View(game="klaberjass", hand_sizes=[9, 9], status=match_pb2.MATCH_STATUS_ACTIVE)
     assert "hand" not in plain(render.board(view, None, 0.0))
+
+
+def test_a_pulka_row_leaves_the_seats_without_premium_or_moshla_blank():
+    """GJ-8: a pulka's row names the premium and moshla that were settled; a seat with neither
+    has an empty cell, not "+0 premium" (GJ-8.2 pays premium only to a player who made every
+    bid)."""
+    deal = {"trump": "S", "bids": [1, 0, 0, 1], "taken": [1, 0, 0, 0], "scores": [100, 50, 50, -200],
+            "premium": [100, 0, 0, 0], "moshla": [0, 0, 0, 0]}
+    view = _view("georgian_joker", {"options": {"pulka_premium": True}}, [deal], hand_sizes=[1, 1, 1, 1])
+    row = next(line for line in plain(render.deal_results_table(view, None)).splitlines()
+               if line.strip().startswith("pulka 1"))
+    assert row.split() == ["pulka", "1", "+100", "premium"], row
