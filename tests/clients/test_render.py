@@ -1162,3 +1162,12 @@ def test_a_pulka_row_leaves_the_seats_without_premium_or_moshla_blank():
     row = next(line for line in plain(render.deal_results_table(view, None)).splitlines()
                if line.strip().startswith("pulka 1"))
     assert row.split() == ["pulka", "1", "+100", "premium"], row
+
+
+def test_a_thrown_in_deal_reads_so_in_the_deal_results():
+    """KL-3.1: both players pass twice and the deal is thrown in; its row says so for each
+    player, where blank cells read as a deal not yet scored."""
+    view = _view("klaberjass", {}, [{"thrown_in": False, "scored": [0, 105]}, {"thrown_in": True}])
+    rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
+    assert ["2", "thrown", "in", "thrown", "in"] in rows, rows
+    assert render.deal_result_lines(view, None)[0].plain.strip() == "deal 2 scored: you thrown in, seat 1 thrown in"
