@@ -1171,3 +1171,12 @@ def test_a_thrown_in_deal_reads_so_in_the_deal_results():
     rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
     assert ["2", "thrown", "in", "thrown", "in"] in rows, rows
     assert render.deal_result_lines(view, None)[0].plain.strip() == "deal 2 scored: you thrown in, seat 1 thrown in"
+
+
+def test_a_pass_made_is_not_a_khishti():
+    """GJ-7.4: khishti is a bid of 1 or more with no trick taken; a pass (bid 0) that took no
+    trick is made (GJ-7.2), and its line says nothing of a khishti."""
+    deal = {"trump": "S", "bids": [0, 1, 0, 1], "taken": [0, 0, 1, 0], "scores": [50, -200, 10, -200]}
+    line = render.deal_result_lines(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]), None)[0].plain
+    assert line.strip() == ("deal 1 scored, points (tricks taken/bid): you 50 (0/0), seat 1 -200 (0/1, khishti), "
+                            "seat 2 10 (1/0), seat 3 -200 (0/1, khishti)"), line
