@@ -132,23 +132,27 @@ def test_the_deal_results_show_the_last_six_deals_that_fit():
 
 
 class _Session:
-    """A seat session whose stream brings one view with this seat to act, then the end; it
-    records what the policy chose."""
+    """A seat session whose stream brings ``events`` (default: one snapshot of ``view``), then
+    the end; it records what the policy chose, each move answered with a view of seq ``reply``."""
 
     seat = 0
 
-    def __init__(self, view) -> None:
-        self.view_ = view
+    def __init__(self, view, events=None, reply: int = 0) -> None:
+        from engine_service.transport.generated import card_games_pb2
+
+        snapshot = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=view.seq, view=view)
+        self.events = list(events or [snapshot]) + [
+            card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=99, reason="rules")]
+        self.reply = reply
         self.chosen: list[str] = []
 
     async def watch(self, after_seq=None, on_connection=None):
-        from engine_service.transport.generated import card_games_pb2
-
-        yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=1, view=self.view_)
-        yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=2, reason="rules")
+        for event in self.events:
+            yield event
 
     async def act(self, decide, view):
         self.chosen.append(decide(view))
+        return match_pb2.View(seq=self.reply) if self.reply else None
 
     async def summary(self):
         return match_pb2.MatchSummary()
@@ -169,3 +173,55 @@ def test_autoplay_first_plays_the_first_legal_action():
         session = _Session(view)
         asyncio.run(play.autoplay(session, "first", console, seed=seed))
         assert session.chosen == ["trump:S"], session.chosen
+
+
+def test_autoplay_plays_on_a_match_restored_to_an_earlier_seq():
+    """A snapshot whose seq is below the last move's (the match restored from a backup, it
+    went back: docs/api.md) is the match as it stands: autoplay acts on it, where an older
+    event's view is otherwise out of date."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+    from engine_service.transport.generated import card_games_pb2
+
+    def turn(seq):
+        view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=seq,
+                              status=match_pb2.MATCH_STATUS_ACTIVE)
+        view.legal_actions.append(action_message("trump:S"))
+        return view
+
+    events = [card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=20, view=turn(20)),
+              card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=5, view=turn(5))]
+    session = _Session(turn(20), events, reply=21)
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S", "trump:S"], session.chosen
+
+
+def test_a_dropped_connection_is_one_line_however_many_tries(capsys):
+    """--autoplay and clients.watch --plain: the drop (its first try, with the error) and the
+    return, one line each on stderr, not a line per reopening."""
+    import grpc
+
+    from clients import cardgames_client as cg
+
+    notice = play.stderr_notices()
+    error = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
+    for state in (cg.StreamState(cg.RECONNECTING, 1, None, error), cg.StreamState(cg.RECONNECTING, 2, None, error),
+                  cg.StreamState(cg.RESUMED, 2, None), cg.StreamState(cg.RECONNECTING, 1, None, error)):
+        notice(state)
+    assert capsys.readouterr().err.splitlines() == [
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 2 tries: catching up",
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting"]
+
+
+def test_a_boolean_option_takes_true_or_false_in_any_case():
+    """``--option NAME=VALUE`` typed by the game's OptionSpec: a boolean is true or false,
+    ``True`` and ``FALSE`` included (read as false, ``True`` would silently set the opposite)."""
+    import pytest
+
+    game = match_pb2.GameInfo(id="georgian_joker", options=[match_pb2.OptionSpec(
+        name="high_joker_lead_trumpable", type=match_pb2.OPTION_TYPE_BOOL, allowed_text="true or false")])
+    assert play.parse_option("high_joker_lead_trumpable=True", game) == ("high_joker_lead_trumpable", True)
+    assert play.parse_option("high_joker_lead_trumpable=FALSE", game) == ("high_joker_lead_trumpable", False)
+    with pytest.raises(SystemExit, match="high_joker_lead_trumpable is true or false"):
+        play.parse_option("high_joker_lead_trumpable=yes", game)

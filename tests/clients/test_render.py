@@ -1180,3 +1180,7 @@ def test_a_pass_made_is_not_a_khishti():
     line = render.deal_result_lines(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]), None)[0].plain
     assert line.strip() == ("deal 1 scored, points (tricks taken/bid): you 50 (0/0), seat 1 -200 (0/1, khishti), "
                             "seat 2 10 (1/0), seat 3 -200 (0/1, khishti)"), line
+    # the table's cells keep their width: the title says what the numbers are, no word added
+    row = plain(render.deal_results_table(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]),
+                                          None)).splitlines()[-1]
+    assert row.split() == ["1", "50", "(0/0)", "-200", "(0/1)", "10", "(1/0)", "-200", "(0/1)"], row
