@@ -225,3 +225,28 @@ def test_a_boolean_option_takes_true_or_false_in_any_case():
     assert play.parse_option("high_joker_lead_trumpable=FALSE", game) == ("high_joker_lead_trumpable", False)
     with pytest.raises(SystemExit, match="high_joker_lead_trumpable is true or false"):
         play.parse_option("high_joker_lead_trumpable=yes", game)
+
+
+def test_a_seat_off_the_table_is_refused_before_a_match_is_created():
+    """``--seat`` beyond the game's seats is one line naming them, before any match is made
+    (a two-player game has seats 0 and 1: seat 2 made a match, then failed to join it)."""
+    import argparse
+    import asyncio
+
+    import pytest
+
+    class Client:
+        created = False
+
+        async def list_games(self):
+            return [match_pb2.GameInfo(id="klaberjass", name="Klaberjass", num_seats=2)]
+
+        async def create_match(self, *args, **kwargs):
+            Client.created = True
+            raise AssertionError("a match was created")
+
+    args = argparse.Namespace(match=None, token_file=None, game="klaberjass", seat=2, bots=None, option=None,
+                              name="ada", turn_time=None, listed=False)
+    with pytest.raises(SystemExit, match="klaberjass has seats 0 to 1"):
+        asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
+    assert not Client.created

@@ -1184,3 +1184,20 @@ def test_a_pass_made_is_not_a_khishti():
     row = plain(render.deal_results_table(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]),
                                           None)).splitlines()[-1]
     assert row.split() == ["1", "50", "(0/0)", "-200", "(0/1)", "10", "(1/0)", "-200", "(0/1)"], row
+
+
+def test_the_cards_another_player_received_are_never_named():
+    """JJK-9.2: what a column play moved to a hand is public as a count (and a cleared table's
+    up card); the down cards received are named on the player's own line only. An entry of
+    another seat that carried them (a view holding more than the seat's own) still reads the
+    public form, never "to your hand"."""
+    from engine_service.transport.generated import card_games_pb2
+
+    view = _view("japanese_joker", {"deal_actions": [{"seat": 1, "action": "play:KD", "from": "table",
+                                                       "moved_hidden": 1, "moved_public": [],
+                                                       "moved_cards": ["AH"]}]})
+    event = card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=9, seat=1, view=view,
+        action=cards_pb2.Action(notation="play:KD", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code="KD")))
+    assert render.event_text(event, None, 0).plain == "   9 seat 1: play K♦ (column: a hidden card to the hand)"
