@@ -1201,3 +1201,18 @@ def test_the_cards_another_player_received_are_never_named():
         action=cards_pb2.Action(notation="play:KD", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
                                 card=cards_pb2.Card(code="KD")))
     assert render.event_text(event, None, 0).plain == "   9 seat 1: play K♦ (column: a hidden card to the hand)"
+
+
+def test_an_event_line_says_a_bot_moved_for_a_player():
+    """A move a bot made for a player's seat (GJ-12.4) says "(bot)" after the player's name;
+    a bot's own seat says it by its name alone."""
+    from engine_service.transport.generated import card_games_pb2
+
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="search")])
+    bid = cards_pb2.Action(notation="bid:2", kind=cards_pb2.ACTION_KIND_BID, number=2)
+    lines = [render.event_text(card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=seat, by=match_pb2.ACTOR_BOT, action=bid), summary, None).plain
+        for seat in (0, 1)]
+    assert lines == ["   3 ada (bot): bid 2", "   3 search bot (seat 1): bid 2"], lines
