@@ -250,3 +250,10 @@ def test_a_seat_off_the_table_is_refused_before_a_match_is_created():
     with pytest.raises(SystemExit, match="klaberjass has seats 0 to 1"):
         asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
     assert not Client.created
+
+
+def test_an_empty_lobby_says_so():
+    """``--lobby`` with no match waiting prints that, not nothing."""
+    out = io.StringIO()
+    play.print_lobby([], "127.0.0.1:50051", Console(file=out, width=200))
+    assert out.getvalue().strip() == "no match is waiting for players in the lobby"

@@ -1216,3 +1216,21 @@ def test_an_event_line_says_a_bot_moved_for_a_player():
         kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=seat, by=match_pb2.ACTOR_BOT, action=bid), summary, None).plain
         for seat in (0, 1)]
     assert lines == ["   3 ada (bot): bid 2", "   3 search bot (seat 1): bid 2"], lines
+
+
+def test_the_event_lines_of_a_snapshot_a_presence_and_an_end_by_the_rules():
+    """The log's other lines: the snapshot that opens a stream, who a presence event is about
+    (by name, its change as docs/api.md names it), and an end without a session reason,
+    which the rules made."""
+    from engine_service.transport.generated import card_games_pb2
+
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="bob")])
+
+    def line(**fields):
+        return render.event_text(card_games_pb2.WatchMatchResponse(**fields), summary, 1).plain
+
+    assert line(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=7) == "   7 joined the table"
+    assert line(kind=match_pb2.EVENT_KIND_PRESENCE, seq=8, seat=0, reason="bot_took_over") == "     ada: bot took over"
+    assert line(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=9) == "   9 match ended (rules)"
