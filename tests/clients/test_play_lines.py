@@ -207,11 +207,12 @@ def test_a_dropped_connection_is_one_line_however_many_tries(capsys):
     notice = play.stderr_notices()
     error = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
     for state in (cg.StreamState(cg.RECONNECTING, 1, None, error), cg.StreamState(cg.RECONNECTING, 2, None, error),
-                  cg.StreamState(cg.RESUMED, 2, None), cg.StreamState(cg.RECONNECTING, 1, None, error)):
+                  cg.StreamState(cg.RESUMED, 2, None), cg.StreamState(cg.RECONNECTING, 1, None, error),
+                  cg.StreamState(cg.RESUMED, 1, None)):
         notice(state)
     assert capsys.readouterr().err.splitlines() == [
         "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 2 tries: catching up",
-        "connection lost (UNAVAILABLE: Socket closed): reconnecting"]
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]
 
 
 def test_a_boolean_option_takes_true_or_false_in_any_case():

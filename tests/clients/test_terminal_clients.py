@@ -322,8 +322,8 @@ def test_the_result_line_says_how_the_match_ended():
         return console.export_text().strip()
 
     assert line({"winners": [1], "totals": [0, 3], "outcome": "resigned", "resigned": 0}).endswith("(resigned)")
-    assert line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}).endswith(
-        "(terminated: stuck)")
+    terminated = line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"})
+    assert terminated.endswith("(terminated: stuck)") and "winners none;" in terminated, terminated
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
 
 
