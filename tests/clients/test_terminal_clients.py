@@ -450,6 +450,11 @@ def test_the_result_line_of_a_match_quit_before_its_end():
     text = console.export_text().strip()
     assert text.startswith("match m1 is still active (seq 12): you quit without resigning")
     assert "forfeit" in text and "None" not in text and "winners" not in text
+    # on the program's own engine there is no grace period to speak of: the match ends with it
+    console = Console(record=True, width=300)
+    print_result(summary, 0, console, way_back=play.OWN_ENGINE_ENDS)
+    assert console.export_text().strip() == ("match m1 is still active (seq 12): you quit without resigning; "
+                                             "the match was on this program's own engine and ends with it")
 
 
 def usage_error(stderr: str, module: str) -> str:
