@@ -565,6 +565,12 @@ def test_the_way_back_names_the_ca_file_and_the_token_file(tmp_path):
     line = play.way_back(SimpleNamespace(match_id="M1", seat=1, token="t0ken"), args, "h:1")
     assert line == f"to return to your seat: python -m clients.play --target h:1 --tls --ca {cert} --match M1 " \
                    f"--token-file {token}", line
+    # the TLS name verified instead of the target's host goes with it, or the way back fails the handshake
+    args = play.build_parser().parse_args(["--target", "10.0.0.5:1", "--server-name", "cards.example", "--match",
+                                           "M1", "--token-file", str(token)])
+    line = play.way_back(SimpleNamespace(match_id="M1", seat=1, token="t0ken"), args, "10.0.0.5:1")
+    assert line == ("to return to your seat: python -m clients.play --target 10.0.0.5:1 --server-name cards.example "
+                    f"--match M1 --token-file {token}"), line
     args = watch.build_parser().parse_args(["M1", "--target", "h:1", "--ca", str(cert)])
     app = SimpleNamespace(connection=SimpleNamespace(state=cg.GAVE_UP, error=None, attempt=1), lost=True)
     assert watch.connection_lost_line(app, args).endswith(f"to watch again: python -m clients.watch M1 --target h:1 "
