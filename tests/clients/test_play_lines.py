@@ -258,3 +258,28 @@ def test_an_empty_lobby_says_so():
     out = io.StringIO()
     play.print_lobby([], "127.0.0.1:50051", Console(file=out, width=200))
     assert out.getvalue().strip() == "no match is waiting for players in the lobby"
+
+
+def test_a_token_file_whose_token_holds_no_seat_is_refused():
+    """``--match ID --token-file PATH`` whose token the server answers with a spectator's view
+    (no ``seat``): one line saying the file holds no seat token of that match, where the
+    screen showed the spectator's view as seat 0's, "you" and all."""
+    import argparse
+    import asyncio
+    from types import SimpleNamespace
+
+    import pytest
+
+    class Session:
+        seat = -1
+
+        async def view(self):
+            return match_pb2.View(game="klaberjass", hand_sizes=[9, 9])
+
+    class Client:
+        def seat_session(self, match_id, seat, token):
+            return Session()
+
+    args = argparse.Namespace(match="M1", token_file=SimpleNamespace(path="/tmp/seat.token"), seat_token="t0ken")
+    with pytest.raises(SystemExit, match="the seat token file .* holds no seat token of match M1"):
+        asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
