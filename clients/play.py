@@ -428,7 +428,7 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
     seats: list[str | None] = list(others)
     seats.insert(me, None)
     options = dict(parse_option(o, game) for o in args.option or ())
-    name = f"{args.name} vs bots" if None not in others and "open" not in others else f"{args.name}'s table"
+    name = f"{args.name} vs bots" if "open" not in others else f"{args.name}'s table"
     summary = await client.create_match(game.id, options=options, seats=seats, turn_time_s=args.turn_time or 0.0,
                                         name=name, listed=args.listed)
     session = await client.join(summary.match_id, seat=me, player_name=args.name)

@@ -229,15 +229,13 @@ def _per_seat(values: Any, seat: int, default: Any = "") -> Any:
 
 def score_heading(view: Any) -> str:
     """The score column's heading, with what the match is played to: the Klaberjass and
-    Japanese Joker target (``table.target_score``, KL-10.1, JJK-8.1) and the Jo-Jotte game
-    (``table.match.game_target``, JJ-10.1); a player had to know the table options by heart.
-    Georgian Joker's end is its deal count, in the table lines."""
+    Japanese Joker target (``table.target_score``, KL-10.1, JJK-8.1); a player had to know the
+    table options by heart. Jo-Jotte's game (JJ-10.1) heads its own column
+    (:func:`_total_heading`): its view always has three totals. Georgian Joker's end is its
+    deal count, in the table lines."""
     table = struct_dict(view.table)
     if table.get("target_score"):
         return f"score (to {table['target_score']})"
-    match = table.get("match")
-    if isinstance(match, Mapping) and match.get("game_target"):
-        return f"score (game to {match['game_target']})"
     return "score"
 
 

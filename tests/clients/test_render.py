@@ -862,3 +862,375 @@ def test_a_jo_jotte_meld_step_says_which_category_it_declares():
     assert render.action_text(conceal, _view("jojotte", {"meld_category": "sequences"})).plain \
         == "conceal (sequences)"
     assert render.action_text(declare, _view("jojotte", {"meld_category": None})).plain == "declare"
+
+
+# ---- pinned by helper 3's mutants of clients/render.py --------------------------------------
+
+
+def test_the_hand_reads_card_by_card():
+    """Each card of the hand stands apart ("10♥ 9♥", not "10♥9♥"), and an empty hand says so
+    rather than leaving the line blank."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[3, 3],
+                          hand=[cards_pb2.Card(code=c) for c in ("TH", "9H", "X1")])
+    assert render.hand_text(view).plain == "10♥ 9♥ Joker1"
+    assert render.hand_text(match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0])).plain == "(no cards)"
+
+
+def test_an_exchange_without_its_cards_says_what_it_does():
+    """Without a view (or with one that does not show the turn-up) an exchange still says what
+    it does: Jo-Jotte's ``exchange:7H`` gives its seven for the turn-up (JJ-4.2, NOTATION.md
+    2.2), and Klaberjass's bare ``exchange`` names no card rather than a hidden one."""
+    jj = cards_pb2.Action(notation="exchange:7H", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange",
+                          card=cards_pb2.Card(code="7H"))
+    assert render.action_text(jj).plain == "exchange 7♥ for the turn-up"
+    kl = cards_pb2.Action(notation="exchange", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange")
+    assert render.action_text(kl, _view("klaberjass", {"trump": "D"})).plain == "exchange"
+
+
+def test_a_georgian_joker_joker_that_follows_says_whether_it_takes():
+    """NOTATION.md: ``play:X1:high`` / ``play:X1:low`` follow a trick with a joker "taking or
+    under" (GJ-5.2: played to win, or declining the trick)."""
+    def follow(mode):
+        return cards_pb2.Action(notation="play:X1", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code="X1"), joker_mode=mode)
+
+    assert render.action_text(follow(cards_pb2.JOKER_MODE_HIGH)).plain == "play Joker1 high (takes)"
+    assert render.action_text(follow(cards_pb2.JOKER_MODE_LOW)).plain == "play Joker1 low (under)"
+
+
+def test_a_seat_yet_to_bid_has_an_empty_bid_cell():
+    """Georgian Joker: the bids of seats yet to bid are null in the table (GJ-4.1 order); their
+    cell stays empty, never "None", and a bid of 0 (the pass, NOTATION.md ``bid:0``) reads 0."""
+    view = _view("georgian_joker", {"cards_per_player": 3, "bids": [None, 1, 0, None]}, hand_sizes=[3, 3, 3, 3])
+    header, *rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()]
+    assert header[:5] == ["player", "cards", "tricks", "bid", "score"], header
+    assert [row[-2:] for row in rows] == [["3", "0"], ["0", "1"], ["0", "0"], ["3", "0"]], rows
+
+
+def test_each_seat_row_marks_its_own_turn_deal_cards_and_tricks():
+    """A seat's row: ▶ for the seat to act, D for the dealer (once the match has started: the
+    waiting view withholds the draw, docs/api.md), its own count of cards and tricks."""
+    view = _view("klaberjass", {"trump": "S"}, hand_sizes=[5, 6], to_act=1, dealer=0,
+                 status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.scores.tricks_taken.extend([1, 2])
+    rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()[1:]]
+    assert rows == [["D", "you", "5", "1"], ["▶", "seat", "1", "6", "2"]], rows
+    view.status, view.to_act = match_pb2.MATCH_STATUS_WAITING, 0
+    view.ClearField("to_act")
+    rows = [line.split() for line in plain(render.seats_table(view, None, 0.0)).splitlines()[1:]]
+    assert rows == [["you", "5", "1"], ["seat", "1", "6", "2"]], rows
+
+
+def test_a_trick_shows_the_jo_and_jotte_announced_with_its_cards():
+    """JJ-7.2: "jo" on the trump king while its player holds the trump queen, "jotte" on that
+    queen later: the tricks show them beside the cards (NOTATION.md ``play:KS:jo``)."""
+    trick = match_pb2.Trick()
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="KS"), announcement=cards_pb2.ANNOUNCEMENT_JO)
+    trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))
+    assert render.trick_text(trick, None, 0).plain == "seat 1: K♠ jo   you: A♠"
+    later = match_pb2.Trick()
+    later.plays.add(seat=1, card=cards_pb2.Card(code="QS"), announcement=cards_pb2.ANNOUNCEMENT_JOTTE)
+    assert render.trick_text(later, None, 0).plain == "seat 1: Q♠ jotte"
+
+
+def test_a_quartet_of_tens_reads_as_the_cards_do():
+    """The melds line names a quartet's rank as a card shows it: four tens are "four 10" (the
+    hand shows 10♠), not the notation's "T" (JJ-5.9: the quartets scored are public)."""
+    view = _view("jojotte", {"melds": {"points": [100, 0], "dialogue": [
+        {"seat": 0, "say": "scores", "quartets": ["T"], "points": 100}]}})  # JJ-5.1: 100 each
+    assert "melds: you 100 (four 10)" in plain(render.board(view, None, 0.0))
+
+
+def test_a_trick_worth_no_card_points_says_so():
+    """Klaberjass and Jo-Jotte tricks carry their card points (``Trick.points``), a trick of
+    sevens and eights none: "(+0)" says it, where the games without card points show nothing."""
+    trick = match_pb2.Trick(winner=0, points=0)
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="7C"))
+    trick.plays.add(seat=0, card=cards_pb2.Card(code="8C"))
+    assert render.trick_text(trick, None, 0).plain == "seat 1: 7♣   you: 8♣  → you (+0)"
+    trick.ClearField("points")
+    assert render.trick_text(trick, None, 0).plain == "seat 1: 7♣   you: 8♣  → you"
+
+
+def test_the_meld_talk_says_a_stated_length_and_keeps_quiet_on_a_scored_quartet():
+    """Under ``kl_sequence_compare = length`` (KL-5.4, KL-A11) the value statement carries the
+    sequence's length (KL-5.5 step 1), public: "you 50 (5 cards)". A Jo-Jotte player stating the
+    quartet he then scores (JJ-5.9) says no more than the melds line: no meld talk."""
+    view = _view("klaberjass", {"trump": "D", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50, "length": 5}, {"seat": 1, "say": "how_high"}]})
+    assert "meld talk: you 50 (5 cards), seat 1 how high?" in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [100, 0], "dialogue": [
+        {"seat": 0, "say": "quartet J"}, {"seat": 1, "say": "good"},
+        {"seat": 0, "say": "scores", "quartets": ["J"], "points": 100}]}})
+    text = plain(render.board(view, None, 0.0))
+    assert "melds: you 100 (four J)" in text and "meld talk" not in text, text
+
+
+def test_a_trump_check_won_by_seat_0_is_not_read_as_equal():
+    """KL-5.5 step 4: after ``same`` the trump sequence wins; its winner may be seat 0, which
+    read as "equal: nobody scores sequences" wherever a winner of 0 counted as none."""
+    view = _view("klaberjass", {"trump": "S", "meld_points": [20, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "QS"}, {"seat": 1, "say": "same", "card": "QD"},
+        {"seat": None, "say": "trump_check", "seat0_trump": True, "seat1_trump": False, "result": 0},
+        {"seat": 0, "say": "scores", "points": 20, "sequences": [{"suit": "S", "top": "Q", "length": 3}]}]})
+    assert ("meld talk: you 20, seat 1 how high?, you top Q♠, seat 1 same Q♦, the trump sequence wins"
+            in plain(render.board(view, None, 0.0)))
+
+
+def test_a_forbidden_bid_of_0_is_named():
+    """GJ-4.3: the dealer may not bid ``n - s``, which is 0 when the others' bids already add
+    up to the tricks; the line names that 0 as it names any other forbidden bid."""
+    view = _view("georgian_joker", {"cards_per_player": 3, "bids": [None, 1, 1, 1], "forbidden_bid": 0},
+                 hand_sizes=[3, 3, 3, 3])
+    assert "bids: 3 so far, for 3 tricks; the dealer may not bid 0" in [
+        line.plain for line in render.table_lines(view, None)]
+
+
+def test_the_georgian_joker_deal_line_names_the_match_length_and_a_forehand_in_seat_0():
+    """GJ-11.1: the forehand bids first and leads the first trick, seat 0 included (a forehand
+    of 0 went unnamed wherever 0 counted as none); the deal line says how many deals the match
+    has (GJ-2.4: 24, GJ-2.5: 16), not the deal's own number twice."""
+    table = {"deal": 3, "deals_in_match": 24, "pulka": 1, "cards_per_player": 3, "forehand": 0}
+    view = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3])
+    assert "deal: 3 of 24, pulka 1, 3 card(s) each, forehand you" in [
+        line.plain for line in render.table_lines(view, None)]
+
+
+def test_the_jo_jotte_information_card_is_on_the_board():
+    """JJ-2.7: the card turned up from the bottom of the stock after the second deal, seen by
+    both players (unused in play, but a card neither holds)."""
+    view = _view("jojotte", {"turn_up": "AD", "info_card": "9C"})
+    assert "information card: 9♣" in plain(render.board(view, None, 0.0))
+
+
+def test_a_maker_or_nullo_caller_in_seat_0_is_named_and_the_trump_comes_first():
+    """Seat 0 is a seat like any other: the Klaberjass maker (KL-3.2) and the Jo-Jotte nullo
+    caller (JJ-4.3) in seat 0 went unnamed wherever 0 counted as none. The trump heads the
+    table's lines."""
+    lines = [line.plain for line in render.table_lines(_view("klaberjass", {"trump": "S", "maker": 0}), None)]
+    assert lines[0] == "trump: ♠" and "maker: you" in lines, lines
+    contract = {"strain": "D", "bidder": 1, "multiplier": 1, "declarer": 1, "defender": 0,
+                "kind": None, "holder": None, "play_strain": None}
+    view = _view("jojotte", {"contract": contract, "auction_state": None,
+                             "deal_actions": [{"seat": 0, "action": "nullo"}]})
+    assert "contract: ♦, declarer seat 1; you called nullo" in plain(render.board(view, None, 0.0))
+
+
+def test_the_last_deal_says_what_equal_totals_mean():
+    """Equal deal totals are scored differently in the two games, and the line says how in the
+    rulebooks' terms: Klaberjass's maker then scores nothing (KL-9.3), Jo-Jotte's tie puts the
+    trick points in the frozen pot (JJ-9.4 (c), JJ-9.5)."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 0], "card_points": [81, 81],
+                 "scored": [0, 81]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [81, 81], "outcome": "equal"}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    assert " ".join(plain(render.board(view, None, 0.0)).split()).count(
+        "you 81, seat 1 81 — equal totals: the maker scores nothing") == 1
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [0, 0], "above": [0, 0]}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [81, 81], "tricks": [4, 5],
+            "comparison": [81, 81], "outcome": "tie", "pot_to": None, "game_winner": None, "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    assert "you 81, seat 1 81 — a tie: the trick points go to the pot" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
+
+
+def test_a_nullo_deal_is_not_called_doubled():
+    """JJ-9.7: a nullo ignores the multiplier (the default ``jj_multiplier_scope``), so the last
+    deal's line names no doubling for it, though the auction doubled the contract."""
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 2},
+             "below": [0, 0], "above": [0, 200], "pot": 0}
+    last = {"tricks": [9, 0], "pot_to": None, "game_winner": None, "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [nullo])
+    line = render.last_deal_line(view, None).plain
+    assert line == "last deal: nullo no trump, nullo player seat 1: made, no trick taken", line
+
+
+def test_a_nullo_player_who_took_one_trick_lost():
+    """JJ-9.7: the nullo player undertakes to win no trick; one trick taken loses it."""
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 0, "multiplier": 1},
+             "below": [0, 0], "above": [0, 200], "pot": 0}
+    last = {"tricks": [1, 8], "pot_to": None, "game_winner": None, "rubber_winner": None}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [nullo]), None).plain
+    assert line == "last deal: nullo no trump, nullo player you: lost, 1 trick taken", line
+
+
+def test_a_slam_of_eight_tricks_is_lost_and_a_pot_won_by_seat_0_is_named():
+    """JJ-9.6: a slam is all nine tricks, eight lose it; JJ-9.5: the frozen pot goes to the
+    winner of the next decided deal, seat 0 too (unnamed wherever 0 counted as none)."""
+    slam = {"thrown_in": False, "contract": {"kind": "slam", "strain": "S", "holder": 0, "multiplier": 1},
+            "below": [0, 0], "above": [0, 500], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [140, 22], "tricks": [8, 1],
+            "comparison": [140, 22], "outcome": "declarer_more", "pot_to": 0, "game_winner": None,
+            "rubber_winner": None}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [slam]), None).plain
+    assert line.endswith("— the declarer has more, slam lost; the pot to you"), line
+
+
+def test_a_game_and_rubber_won_by_seat_0_are_named():
+    """JJ-10.1, JJ-10.3: the deal that ends a game, and the one that ends the rubber, say who won them;
+    seat 0 went unnamed wherever 0 counted as none."""
+    normal = {"thrown_in": False, "contract": {"kind": "normal", "strain": "H", "holder": 0, "multiplier": 1},
+              "below": [90, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [90, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": 0,
+            "rubber_winner": 0}
+    line = render.last_deal_line(_view("jojotte", {"contract": None, "last_deal": last}, [normal]), None).plain
+    assert line.endswith("; game to you; rubber to you"), line
+
+
+def test_the_columns_of_the_viewer_in_seat_1_are_its_own():
+    """JJK-4: "your columns" is the viewer's row whichever seat it holds; the other row is
+    named by its seat."""
+    view = _view("japanese_joker", {"declarer": 0, "columns": [[{"up": "9H", "on_table": True}],
+                                                               [{"up": "QH", "on_table": True}]]})
+    view.seat = 1
+    lines = [line.plain for line in render.columns_lines(view, None)]
+    assert lines == ["seat 0's columns: [9♥/▒▒]", "your columns: [Q♥/▒▒]"], lines
+
+
+def test_the_countdown_turns_red_under_ten_seconds():
+    """The time left for a decision (the server plays the auto-move after it): green, yellow
+    under 20 s, red under 10 s, and never below 0."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9])
+    view.deadline.FromNanoseconds(100 * 10**9)
+    assert [(t.plain, str(t.style)) for t in (render.deadline_text(view, now) for now in (75, 85, 93, 105))] == [
+        ("  25 s", "bold green"), ("  15 s", "bold yellow"), ("   7 s", "bold red"), ("   0 s", "bold red")]
+
+
+def test_a_match_over_without_a_winner_says_so():
+    """docs/api.md (View ``winners``): nobody wins after an abandonment or a termination; the
+    header then reads "no winner", not a blank after "match over:"."""
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True,
+                          status=match_pb2.MATCH_STATUS_TERMINATED)
+    assert render.header_text(over, None, 0.0).plain.endswith("match over: no winner")
+
+
+def test_the_header_says_whose_turn_it_is_and_which_seat_waits_for_a_player():
+    """"your turn" only when the seat to act is the viewer's (the header said it to a player
+    whose opponent was to act); a waiting table names the open seats, not the taken ones."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9], phase="auction", to_act=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert render.header_text(view, None, 0.0).plain.endswith("seat 1 to act")
+    view.to_act = 0
+    assert render.header_text(view, None, 0.0).plain.endswith("your turn")
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN)])
+    waiting = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="dealing",
+                             status=match_pb2.MATCH_STATUS_WAITING)
+    assert render.header_text(waiting, summary, 0.0).plain.endswith("waiting for a player in seat 1")
+
+
+def test_the_last_deal_line_stays_at_the_end_and_goes_once_a_contract_is_settled():
+    """README: the board shows what the last deal came to "until the next trump is fixed", and
+    at the match's end (its final trump still on the table); a Jo-Jotte contract settled
+    before its trump is shown (the exchange and nullo window) ends it too."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 0], "card_points": [100, 62],
+                 "scored": [162, 0]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [100, 62], "outcome": "maker_more"}
+    over = _view("klaberjass", {"trump": "H", "previous_deal": detail}, [kl_result], over=True)
+    assert "last deal: trump ♥, maker you: you 100, seat 1 62 — the maker has more" in " ".join(
+        plain(render.board(over, None, 0.0)).split())
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [90, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [0, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [90, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": None,
+            "rubber_winner": None}
+    contract = {"strain": "D", "bidder": 0, "multiplier": 1, "declarer": 0, "defender": 1,
+                "kind": None, "holder": None, "play_strain": None}
+    settled = _view("jojotte", {"contract": contract, "auction_state": None, "last_deal": last}, [jj_result])
+    text = plain(render.board(settled, None, 0.0))
+    assert "contract: ♦, declarer you" in text and "last deal" not in text, text
+
+
+def test_a_spectators_board_has_no_hand():
+    """A spectator holds no seat (``View.seat`` unset) and no hand: its board has no "your
+    hand" line, not even an empty one."""
+    view = match_pb2.View(game="klaberjass", hand_sizes=[9, 9], status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "hand" not in plain(render.board(view, None, 0.0))
+
+
+def test_a_pulka_row_leaves_the_seats_without_premium_or_moshla_blank():
+    """GJ-8: a pulka's row names the premium and moshla that were settled; a seat with neither
+    has an empty cell, not "+0 premium" (GJ-8.2 pays premium only to a player who made every
+    bid)."""
+    deal = {"trump": "S", "bids": [1, 0, 0, 1], "taken": [1, 0, 0, 0], "scores": [100, 50, 50, -200],
+            "premium": [100, 0, 0, 0], "moshla": [0, 0, 0, 0]}
+    view = _view("georgian_joker", {"options": {"pulka_premium": True}}, [deal], hand_sizes=[1, 1, 1, 1])
+    row = next(line for line in plain(render.deal_results_table(view, None)).splitlines()
+               if line.strip().startswith("pulka 1"))
+    assert row.split() == ["pulka", "1", "+100", "premium"], row
+
+
+def test_a_thrown_in_deal_reads_so_in_the_deal_results():
+    """KL-3.1: both players pass twice and the deal is thrown in; its row says so for each
+    player, where blank cells read as a deal not yet scored."""
+    view = _view("klaberjass", {}, [{"thrown_in": False, "scored": [0, 105]}, {"thrown_in": True}])
+    rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
+    assert ["2", "thrown", "in", "thrown", "in"] in rows, rows
+    assert render.deal_result_lines(view, None)[0].plain.strip() == "deal 2 scored: you thrown in, seat 1 thrown in"
+
+
+def test_a_pass_made_is_not_a_khishti():
+    """GJ-7.4: khishti is a bid of 1 or more with no trick taken; a pass (bid 0) that took no
+    trick is made (GJ-7.2), and its line says nothing of a khishti."""
+    deal = {"trump": "S", "bids": [0, 1, 0, 1], "taken": [0, 0, 1, 0], "scores": [50, -200, 10, -200]}
+    line = render.deal_result_lines(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]), None)[0].plain
+    assert line.strip() == ("deal 1 scored, points (tricks taken/bid): you 50 (0/0), seat 1 -200 (0/1, khishti), "
+                            "seat 2 10 (1/0), seat 3 -200 (0/1, khishti)"), line
+    # the table's cells keep their width: the title says what the numbers are, no word added
+    row = plain(render.deal_results_table(_view("georgian_joker", {}, [deal], hand_sizes=[1, 1, 1, 1]),
+                                          None)).splitlines()[-1]
+    assert row.split() == ["1", "50", "(0/0)", "-200", "(0/1)", "10", "(1/0)", "-200", "(0/1)"], row
+
+
+def test_the_cards_another_player_received_are_never_named():
+    """JJK-9.2: what a column play moved to a hand is public as a count (and a cleared table's
+    up card); the down cards received are named on the player's own line only. An entry of
+    another seat that carried them (a view holding more than the seat's own) still reads the
+    public form, never "to your hand"."""
+    from engine_service.transport.generated import card_games_pb2
+
+    view = _view("japanese_joker", {"deal_actions": [{"seat": 1, "action": "play:KD", "from": "table",
+                                                       "moved_hidden": 1, "moved_public": [],
+                                                       "moved_cards": ["AH"]}]})
+    event = card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=9, seat=1, view=view,
+        action=cards_pb2.Action(notation="play:KD", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code="KD")))
+    assert render.event_text(event, None, 0).plain == "   9 seat 1: play K♦ (column: a hidden card to the hand)"
+
+
+def test_an_event_line_says_a_bot_moved_for_a_player():
+    """A move a bot made for a player's seat (GJ-12.4) says "(bot)" after the player's name;
+    a bot's own seat says it by its name alone."""
+    from engine_service.transport.generated import card_games_pb2
+
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="search")])
+    bid = cards_pb2.Action(notation="bid:2", kind=cards_pb2.ACTION_KIND_BID, number=2)
+    lines = [render.event_text(card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=seat, by=match_pb2.ACTOR_BOT, action=bid), summary, None).plain
+        for seat in (0, 1)]
+    assert lines == ["   3 ada (bot): bid 2", "   3 search bot (seat 1): bid 2"], lines
+
+
+def test_the_event_lines_of_a_snapshot_a_presence_and_an_end_by_the_rules():
+    """The log's other lines: the snapshot that opens a stream, who a presence event is about
+    (by name, its change as docs/api.md names it), and an end without a session reason,
+    which the rules made."""
+    from engine_service.transport.generated import card_games_pb2
+
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="bob")])
+
+    def line(**fields):
+        return render.event_text(card_games_pb2.WatchMatchResponse(**fields), summary, 1).plain
+
+    assert line(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=7) == "   7 joined the table"
+    assert line(kind=match_pb2.EVENT_KIND_PRESENCE, seq=8, seat=0, reason="bot_took_over") == "     ada: bot took over"
+    assert line(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=9) == "   9 match ended (rules)"

@@ -322,8 +322,8 @@ def test_the_result_line_says_how_the_match_ended():
         return console.export_text().strip()
 
     assert line({"winners": [1], "totals": [0, 3], "outcome": "resigned", "resigned": 0}).endswith("(resigned)")
-    assert line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}).endswith(
-        "(terminated: stuck)")
+    terminated = line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"})
+    assert terminated.endswith("(terminated: stuck)") and "winners none;" in terminated, terminated
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
 
 
@@ -450,6 +450,11 @@ def test_the_result_line_of_a_match_quit_before_its_end():
     text = console.export_text().strip()
     assert text.startswith("match m1 is still active (seq 12): you quit without resigning")
     assert "forfeit" in text and "None" not in text and "winners" not in text
+    # on the program's own engine there is no grace period to speak of: the match ends with it
+    console = Console(record=True, width=300)
+    print_result(summary, 0, console, way_back=play.OWN_ENGINE_ENDS)
+    assert console.export_text().strip() == ("match m1 is still active (seq 12): you quit without resigning; "
+                                             "the match was on this program's own engine and ends with it")
 
 
 def usage_error(stderr: str, module: str) -> str:
@@ -560,6 +565,12 @@ def test_the_way_back_names_the_ca_file_and_the_token_file(tmp_path):
     line = play.way_back(SimpleNamespace(match_id="M1", seat=1, token="t0ken"), args, "h:1")
     assert line == f"to return to your seat: python -m clients.play --target h:1 --tls --ca {cert} --match M1 " \
                    f"--token-file {token}", line
+    # the TLS name verified instead of the target's host goes with it, or the way back fails the handshake
+    args = play.build_parser().parse_args(["--target", "10.0.0.5:1", "--server-name", "cards.example", "--match",
+                                           "M1", "--token-file", str(token)])
+    line = play.way_back(SimpleNamespace(match_id="M1", seat=1, token="t0ken"), args, "10.0.0.5:1")
+    assert line == ("to return to your seat: python -m clients.play --target 10.0.0.5:1 --server-name cards.example "
+                    f"--match M1 --token-file {token}"), line
     args = watch.build_parser().parse_args(["M1", "--target", "h:1", "--ca", str(cert)])
     app = SimpleNamespace(connection=SimpleNamespace(state=cg.GAVE_UP, error=None, attempt=1), lost=True)
     assert watch.connection_lost_line(app, args).endswith(f"to watch again: python -m clients.watch M1 --target h:1 "

@@ -1,0 +1,285 @@
+"""What clients/play.py writes from a view without a screen or an engine: the deals scored
+since the last event (the screen's log, --autoplay and clients.watch --plain), pinned by
+helper 3's mutants of play.py."""
+
+from __future__ import annotations
+
+import io
+
+from google.protobuf import json_format
+from rich.console import Console
+
+from clients import play, render
+from engine_service.transport.generated import match_pb2
+
+#: Three scored Japanese Joker deals (JJK-8: the tricks taken, the points scored).
+DEALS = [{"trump": "S", "taken": [10, 8], "scores": [2, 0]}, {"trump": "H", "taken": [7, 11], "scores": [0, 1]},
+         {"trump": "D", "taken": [9, 9], "scores": [0, 0]}]
+
+
+def _view(results):
+    view = match_pb2.View(game="japanese_joker", seat=0, hand_sizes=[0, 0])
+    json_format.ParseDict(results, view.scores.deal_results)
+    return view
+
+
+class _Log:
+    """The screen's RichLog as far as log_scored_deals writes to it."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write(self, line) -> None:
+        self.lines.append(line.plain.strip())
+
+
+def test_every_deal_scored_since_the_last_view_is_logged():
+    """A view may arrive with two deals scored since the one before (the screen catching up
+    after its stream resumed): each goes on the log, not the last one alone."""
+    log = _Log()
+    assert play.log_scored_deals(log, _view(DEALS), None, 1) == 3
+    assert log.lines == ["deal 2 scored: you 0 (7 tricks), seat 1 1 (11 tricks)",
+                         "deal 3 scored: you 0 (9 tricks), seat 1 0 (9 tricks)"], log.lines
+
+
+def _printed(**kwargs) -> list[str]:
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    assert play.print_scored_deals(console, _view(DEALS), None, 1, **kwargs) == 3
+    return [line.strip() for line in out.getvalue().splitlines() if line.strip()]
+
+
+def test_every_deal_scored_since_the_last_event_is_printed():
+    """--autoplay and clients.watch --plain print each deal scored since the last event, as
+    lines or as the deal results table (numbered as the match numbers them)."""
+    assert _printed() == ["deal 2 scored: you 0 (7 tricks), seat 1 1 (11 tricks)",
+                          "deal 3 scored: you 0 (9 tricks), seat 1 0 (9 tricks)"]
+    rows = [line.split()[0] for line in _printed(table=True)[2:]]
+    assert rows == ["2", "3"], rows
+
+
+def test_the_deals_scored_before_the_first_view_are_not_printed_again():
+    """The first view (``seen`` None: --autoplay's start, clients.watch --plain joining late)
+    prints none of the deals scored before it; it only counts them."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    assert play.print_scored_deals(console, _view(DEALS), None, None) == 3
+    assert out.getvalue() == ""
+
+
+def _rows(renderable) -> int:
+    out = io.StringIO()
+    Console(file=out, width=120, force_terminal=False).print(renderable)
+    return len(out.getvalue().splitlines())
+
+
+def test_a_board_one_row_too_tall_loses_its_blank_lines_first():
+    """fitted_board: a board taller than the room by a single row gives up its blank lines,
+    and keeps every line of the table and the hand (the play screen cuts what is still too
+    tall at the bottom, where the hand is)."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[6, 6], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"trump": "S", "turn_up": "9S"})
+    view.hand.add(code="AS")
+    full = render.board(view, None, 0.0)
+    compact = render.board(view, None, 0.0, compact=True)
+    assert _rows(compact) < _rows(full) - 1
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(full) - 1)
+    assert _rows(fitted) == _rows(compact)
+
+
+def test_a_short_terminal_keeps_the_auction_in_progress():
+    """The auction is among the lines a short terminal drops once a contract or maker line says
+    how it ended; while it goes on it is what the player answers (JJ-3.1), and it stays."""
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[6, 6], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"turn_up": "9S", "info_card": "7D",
+                       "auction": [{"seat": 1, "call": "pass"}, {"seat": 0, "call": "name:H"}]})
+    view.hand.add(code="AS")
+    compact = render.board(view, None, 0.0, compact=True)
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 2)
+    text = "".join(part.plain + "\n" for part in fitted.renderables if hasattr(part, "plain"))
+    assert "auction: seat 1 pass, you name ♥" in text and "information card" not in text, text
+
+
+def test_a_short_terminal_drops_the_meld_talk_before_this_deals_last_trick():
+    """SPARE_LINES' order: the meld dialogue (its scores are on the melds line) goes before
+    the last trick of the deal being played."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[7, 7], status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.table.update({"trump": "D", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"}]})
+    view.last_trick.plays.add(seat=0, card={"code": "AS"})
+    view.last_trick.plays.add(seat=1, card={"code": "7S"})
+    view.trick_history.append(view.last_trick)
+    view.hand.add(code="KD")
+    compact = render.board(view, None, 0.0, compact=True)
+    fitted = play.fitted_board(view, None, 0.0, _rows, _rows(compact) - 1)
+    labels = [part.plain.split(":")[0] for part in fitted.renderables if hasattr(part, "plain")]
+    assert "meld talk" not in labels and "last trick" in labels and "your hand" in labels, labels
+
+
+def test_the_deal_results_show_the_last_six_deals_that_fit():
+    """fitted_deals: the last six scored deals when there is room, fewer (the latest) when
+    there is not, none when not even the last one fits."""
+    view = _view(DEALS * 3)  # nine deals
+
+    def numbers(table):
+        out = io.StringIO()
+        Console(file=out, width=120, force_terminal=False).print(table)
+        return [line.split()[0] for line in out.getvalue().splitlines()[2:]]
+
+    assert numbers(play.fitted_deals(view, None, _rows, 50)) == ["4", "5", "6", "7", "8", "9"]
+    assert numbers(play.fitted_deals(view, None, _rows, 4)) == ["8", "9"]
+    assert play.fitted_deals(view, None, _rows, 2) is None
+
+
+class _Session:
+    """A seat session whose stream brings ``events`` (default: one snapshot of ``view``), then
+    the end; it records what the policy chose, each move answered with a view of seq ``reply``."""
+
+    seat = 0
+
+    def __init__(self, view, events=None, reply: int = 0) -> None:
+        from engine_service.transport.generated import card_games_pb2
+
+        snapshot = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=view.seq, view=view)
+        self.events = list(events or [snapshot]) + [
+            card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=99, reason="rules")]
+        self.reply = reply
+        self.chosen: list[str] = []
+
+    async def watch(self, after_seq=None, on_connection=None):
+        for event in self.events:
+            yield event
+
+    async def act(self, decide, view):
+        self.chosen.append(decide(view))
+        return match_pb2.View(seq=self.reply) if self.reply else None
+
+    async def summary(self):
+        return match_pb2.MatchSummary()
+
+
+def test_autoplay_first_plays_the_first_legal_action():
+    """--autoplay first: the first legal action, every time (a script's repeatable run), where
+    ``random`` chooses among them."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"))
+    console = Console(file=io.StringIO(), width=200)
+    for seed in range(5):
+        session = _Session(view)
+        asyncio.run(play.autoplay(session, "first", console, seed=seed))
+        assert session.chosen == ["trump:S"], session.chosen
+
+
+def test_autoplay_plays_on_a_match_restored_to_an_earlier_seq():
+    """A snapshot whose seq is below the last move's (the match restored from a backup, it
+    went back: docs/api.md) is the match as it stands: autoplay acts on it, where an older
+    event's view is otherwise out of date."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+    from engine_service.transport.generated import card_games_pb2
+
+    def turn(seq):
+        view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=seq,
+                              status=match_pb2.MATCH_STATUS_ACTIVE)
+        view.legal_actions.append(action_message("trump:S"))
+        return view
+
+    events = [card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=20, view=turn(20)),
+              card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=5, view=turn(5))]
+    session = _Session(turn(20), events, reply=21)
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S", "trump:S"], session.chosen
+
+
+def test_a_dropped_connection_is_one_line_however_many_tries(capsys):
+    """--autoplay and clients.watch --plain: the drop (its first try, with the error) and the
+    return, one line each on stderr, not a line per reopening."""
+    import grpc
+
+    from clients import cardgames_client as cg
+
+    notice = play.stderr_notices()
+    error = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
+    for state in (cg.StreamState(cg.RECONNECTING, 1, None, error), cg.StreamState(cg.RECONNECTING, 2, None, error),
+                  cg.StreamState(cg.RESUMED, 2, None), cg.StreamState(cg.RECONNECTING, 1, None, error),
+                  cg.StreamState(cg.RESUMED, 1, None)):
+        notice(state)
+    assert capsys.readouterr().err.splitlines() == [
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 2 tries: catching up",
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]
+
+
+def test_a_boolean_option_takes_true_or_false_in_any_case():
+    """``--option NAME=VALUE`` typed by the game's OptionSpec: a boolean is true or false,
+    ``True`` and ``FALSE`` included (read as false, ``True`` would silently set the opposite)."""
+    import pytest
+
+    game = match_pb2.GameInfo(id="georgian_joker", options=[match_pb2.OptionSpec(
+        name="high_joker_lead_trumpable", type=match_pb2.OPTION_TYPE_BOOL, allowed_text="true or false")])
+    assert play.parse_option("high_joker_lead_trumpable=True", game) == ("high_joker_lead_trumpable", True)
+    assert play.parse_option("high_joker_lead_trumpable=FALSE", game) == ("high_joker_lead_trumpable", False)
+    with pytest.raises(SystemExit, match="high_joker_lead_trumpable is true or false"):
+        play.parse_option("high_joker_lead_trumpable=yes", game)
+
+
+def test_a_seat_off_the_table_is_refused_before_a_match_is_created():
+    """``--seat`` beyond the game's seats is one line naming them, before any match is made
+    (a two-player game has seats 0 and 1: seat 2 made a match, then failed to join it)."""
+    import argparse
+    import asyncio
+
+    import pytest
+
+    class Client:
+        created = False
+
+        async def list_games(self):
+            return [match_pb2.GameInfo(id="klaberjass", name="Klaberjass", num_seats=2)]
+
+        async def create_match(self, *args, **kwargs):
+            Client.created = True
+            raise AssertionError("a match was created")
+
+    args = argparse.Namespace(match=None, token_file=None, game="klaberjass", seat=2, bots=None, option=None,
+                              name="ada", turn_time=None, listed=False)
+    with pytest.raises(SystemExit, match="klaberjass has seats 0 to 1"):
+        asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
+    assert not Client.created
+
+
+def test_an_empty_lobby_says_so():
+    """``--lobby`` with no match waiting prints that, not nothing."""
+    out = io.StringIO()
+    play.print_lobby([], "127.0.0.1:50051", Console(file=out, width=200))
+    assert out.getvalue().strip() == "no match is waiting for players in the lobby"
+
+
+def test_a_token_file_whose_token_holds_no_seat_is_refused():
+    """``--match ID --token-file PATH`` whose token the server answers with a spectator's view
+    (no ``seat``): one line saying the file holds no seat token of that match, where the
+    screen showed the spectator's view as seat 0's, "you" and all."""
+    import argparse
+    import asyncio
+    from types import SimpleNamespace
+
+    import pytest
+
+    class Session:
+        seat = -1
+
+        async def view(self):
+            return match_pb2.View(game="klaberjass", hand_sizes=[9, 9])
+
+    class Client:
+        def seat_session(self, match_id, seat, token):
+            return Session()
+
+    args = argparse.Namespace(match="M1", token_file=SimpleNamespace(path="/tmp/seat.token"), seat_token="t0ken")
+    with pytest.raises(SystemExit, match="the seat token file .* holds no seat token of match M1"):
+        asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
