@@ -125,6 +125,15 @@ def high_lead_trumpable(view: Any | None, summary: Any | None, suit: str) -> boo
     return trump in ("S", "H", "D", "C") and trump != suit
 
 
+def _multiplies_premiums(summary: Any | None) -> bool:
+    """Whether a Jo-Jotte table multiplies the nullo premium by the contract's doubling: only
+    under ``jj_multiplier_scope = all`` (JJ-A13); by default a nullo ignores the multiplier
+    (JJ-9.7). The view does not carry the options: the match's summary (None: unknown, the
+    default rules) does."""
+    option = summary.options.get("jj_multiplier_scope") if summary is not None else None
+    return option is not None and option.string_value == "all"
+
+
 def column_play_note(card: str, view: Any) -> str:
     """Japanese Joker: what playing ``card`` does to the viewer's columns (JJK-4.2, 4.3):
     ``" (column)"`` for an up card (its hidden card goes to the hand), ``" (clears table)"``
@@ -603,7 +612,8 @@ def last_deal_line(view: Any, summary: Any | None, label: str = "last deal") -> 
         tricks = detail.get("tricks") or [0, 0]
         out.append(f"{kind} " if kind != "normal" else "")
         out.append_text(_trump({"trump": contract.get("strain")}) or Text(""))
-        out.append({2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "") if kind != "nullo" else "")
+        if kind != "nullo" or _multiplies_premiums(summary):  # JJ-9.7, JJ-A13
+            out.append({2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), ""))
         out.append(f", {'nullo player' if kind == 'nullo' else 'declarer'} {name(holder)}: ")
         if kind == "nullo":  # JJ-9.7: only the tricks the nullo player took count
             taken = tricks[holder]

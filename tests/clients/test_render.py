@@ -1038,13 +1038,21 @@ def test_the_last_deal_says_what_equal_totals_mean():
 
 def test_a_nullo_deal_is_not_called_doubled():
     """JJ-9.7: a nullo ignores the multiplier (the default ``jj_multiplier_scope``), so the last
-    deal's line names no doubling for it, though the auction doubled the contract."""
+    deal's line names no doubling for it, though the auction doubled the contract; under
+    ``jj_multiplier_scope = all`` (JJ-A13) its premium is multiplied and the line says so."""
     nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 2},
              "below": [0, 0], "above": [0, 200], "pot": 0}
     last = {"tricks": [9, 0], "pot_to": None, "game_winner": None, "rubber_winner": None}
     view = _view("jojotte", {"contract": None, "last_deal": last}, [nullo])
     line = render.last_deal_line(view, None).plain
     assert line == "last deal: nullo no trump, nullo player seat 1: made, no trick taken", line
+    summary = match_pb2.MatchSummary(game="jojotte")
+    summary.options["jj_multiplier_scope"].string_value = "trick_points"
+    assert render.last_deal_line(view, summary).plain == line
+    # JJ-A13: under jj_multiplier_scope = all the nullo premium is doubled too, and the line says so
+    summary.options["jj_multiplier_scope"].string_value = "all"
+    line = render.last_deal_line(view, summary).plain
+    assert line == "last deal: nullo no trump doubled, nullo player seat 1: made, no trick taken", line
 
 
 def test_a_nullo_player_who_took_one_trick_lost():
