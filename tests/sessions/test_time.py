@@ -1094,3 +1094,43 @@ def test_a_timeout_that_waited_for_the_lock_plays_nothing_once_a_wait_stopped_it
     assert early == (0, announced), "the deadline announced stands: no move before it"
     assert played is not None and (played.seat, played.by, played.reason) == (seat, "auto", "timeout")
     assert played.at == announced
+
+
+def test_a_seat_the_takeover_bot_plays_is_no_window_for_the_absence_heartbeat(monkeypatch):
+    """GJ-12.4: once a grace window ran out the takeover bot plays the seat, and no window runs
+    for it any more. The absence heartbeat records that the engine still serves only while a
+    window runs (docs/operations.md, Restarts: the writes happen "only when a player's presence
+    changes or while a grace period runs"): the clock's index of running windows
+    (MatchClock.running) holds the seat while its window runs and drops it once the takeover is
+    stored, so that a beat then writes nothing. On a virtual clock."""
+    from .virtual_clock import START, advance_to, run_virtual, settle
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=3600.0)) as mgr:  # beats called by hand
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await settle()
+            away = (m.state.to_act() + 1) % 4
+            await streams[away].close()
+            await settle()
+            during = sorted(mgr._clock.running)
+            await advance_to(START + 15)  # the window runs out: the takeover bot plays the seat
+            touched = []
+            touch = mgr._store.touch_absences
+
+            async def recorded(seats, at):
+                touched.append(list(seats))
+                await touch(seats, at)
+            mgr._store.touch_absences = recorded
+            await mgr._touch_absences()
+            stored = m.seats[away].absence_stored
+            after, beat = sorted(mgr._clock.running), list(touched)  # (the close records its own)
+            await close_all(streams)
+            return match_id, away, during, stored, after, beat
+
+    match_id, away, during, stored, after, touched = run_virtual(go, monkeypatch)
+    assert during == [(match_id, away)]
+    assert stored == (START, True)  # away since the window began, taken over
+    assert after == [] and touched == []
