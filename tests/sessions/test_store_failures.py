@@ -2652,3 +2652,48 @@ def test_a_quiet_outage_is_said_over_by_the_next_absence_write_that_lands_first_
     assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
     assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused  # said at the first
     assert not [e for e in logs if e["log_level"] == "error"], logs
+
+
+class _RefusingSeat(FailingAbsences):
+    """As FailingAbsences, and refusing the absence writes of seat ``refused_seat`` even
+    once the database is back for the others."""
+
+    refused_seat: int | None = None
+
+    async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
+        if seat == self.refused_seat:
+            self.refused += 1
+            raise self.failure("the database is unreachable")
+        return await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+
+
+def test_an_outage_whose_last_pending_write_ends_unwritten_after_one_landed_is_said_over(monkeypatch):
+    """docs/operations.md, Restarts: an absence-write outage is said over "once when writes land
+    again" (absence_writes_recovered). One seat's write lands while the other's is still tried
+    again; then that one ends unwritten (its match terminated): nothing is pending and a write
+    landed, so the outage is over then (MatchClock._absence_retry_ended), not left open until
+    the heartbeat's next probe (an hour here) or the next write. On a virtual clock."""
+    store = _RefusingSeat()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+                match_id, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 3.0)  # both tried again every second
+                store.broken, store.refused_seat = False, 1
+                await advance_to(loop.time() + 2.0)  # seat 0's lands, seat 1's still fails
+                landed = [s.absence_stored is not None and s.absence_stored[0] is not None
+                          for s in mgr._matches[match_id].seats]
+                open_before = mgr._clock._absence_outage is not None
+                await mgr.terminate_match(match_id, "ended during the outage")
+                await advance_to(loop.time() + 2.0)  # seat 1's writer wakes, finds the end, stops
+                over = mgr._clock._absence_outage is None
+        return [e for e in logs if e["event"].startswith("absence_write")], landed, open_before, over
+
+    said, landed, open_before, over = run_virtual(go, monkeypatch)
+    assert landed == [True, False] and open_before
+    assert over
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
+    assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused
