@@ -2697,3 +2697,38 @@ def test_an_outage_whose_last_pending_write_ends_unwritten_after_one_landed_is_s
     assert over
     assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
     assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused
+
+
+def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypatch):
+    """GJ-12.4: the seat of a player away past the grace period is played for them. When the
+    store refuses that move, the decision is disarmed and tried again after
+    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later): the move lands then. A decision
+    left armed after the failure was never asked again, and the match waited for ever. On a
+    virtual clock."""
+    from engine_service.sessions import clock
+
+    from .virtual_clock import START, settle
+
+    store = FailingAppends()
+
+    async def go():
+        async with manager(config(), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            options={"turn_time_s": 120, "reconnect_grace_s": 15})
+            m = mgr._matches[match_id]
+            away = m.state.to_act()
+            streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+            await settle()
+            store.fail_next = True
+            await advance_to(START + 15)  # the window runs out: the auto-move for the seat fails
+            refused = (store.failed, m.seq)
+            await advance_to(START + 15 + clock.RETRY_AFTER_STORE_FAILURE_S)
+            first = m.actions[0] if m.actions else None
+            for s in streams:
+                await s.close()
+            return away, refused, first
+
+    away, refused, first = run_virtual(go, monkeypatch)
+    assert refused == (True, 0)
+    assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
+    assert first.at <= START + 15 + 1.0
