@@ -2732,3 +2732,43 @@ def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypat
     assert refused == (True, 0)
     assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
     assert first.at <= START + 15 + 1.0
+
+
+def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monkeypatch):
+    """As the timeout's move above, for the move of a seat whose player is away past the grace
+    period (GJ-12.4): a TerminateMatch's status write landed but was answered with an error,
+    its read-back failing too (the end in doubt); the takeover move settles the end first
+    (MatchWriter.apply) and, finding the match ended in the store, plays nothing and says no
+    ``bot_move_failed`` (MatchClock._retry_later: the match ended, nothing to try again). On a
+    virtual clock."""
+    from .virtual_clock import START, settle
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(config(), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            options={"turn_time_s": 120, "reconnect_grace_s": 15})
+            m = mgr._matches[match_id]
+            away = m.state.to_act()
+            streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+            await settle()
+            seq = m.seq
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.terminate_match(match_id, "maintenance")
+            doubt = m.end_in_doubt and m.active
+            with capture_logs() as logs:
+                await advance_to(START + 15 + 5.0)  # the window runs out: the takeover move finds the end
+            for stream in streams:
+                await stream.close()
+            return seq, doubt, m, await MemoryStore.load_match(store, match_id), logs
+
+    seq, doubt, m, stored, logs = run_virtual(go, monkeypatch)
+    assert doubt
+    assert m.status == stored.record.status == "terminated"
+    assert m.seq == len(stored.actions) == seq  # nothing after the end
+    names = [e["event"] for e in logs]
+    assert "match_end_found_in_store" in names
+    assert not [e for e in logs if e["log_level"] == "error"], logs  # the end happened: no failure
