@@ -2772,3 +2772,53 @@ def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monk
     names = [e["event"] for e in logs]
     assert "match_end_found_in_store" in names
     assert not [e for e in logs if e["log_level"] == "error"], logs  # the end happened: no failure
+
+
+class GatedAbsences(MemoryStore):
+    """A store recording the absence writes of seat 0 as they land (``landed``: away_since);
+    the next one (``hold_next``) waits for ``gate`` first (a slow database)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.hold_next = False
+        self.landed: list[float | None] = []
+
+    async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
+        if seat == 0 and self.hold_next:
+            self.hold_next = False
+            await self.gate.wait()
+        await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+        if seat == 0:
+            self.landed.append(away_since)
+
+
+def test_a_seats_absence_writes_land_in_the_order_its_presence_changed(monkeypatch):
+    """A seat's absence is written by one task at a time, which writes the newest state until
+    the store holds it (MatchClock.record_absence), so that its writes land in order: a player
+    comes back while their absence is written slowly, then goes away again. A second writer
+    for the new absence would land first and the slow "back" after it: the store would say the
+    player was there while they were away, and a crash meanwhile would give them a whole new
+    grace window instead of what was left of this one (docs/operations.md, Restarts). On a
+    virtual clock."""
+    from .virtual_clock import START, settle
+
+    store = GatedAbsences()
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")  # nobody watches: both away
+            await settle()
+            store.hold_next = True
+            stream = Stream(mgr, match_id, ps[0])  # back: its write hangs
+            await settle()
+            await advance_to(START + 1.0)
+            await stream.close()  # away again, since START + 1
+            await settle()
+            store.gate.set()
+            await settle()
+            return list(store.landed), mgr._matches[match_id].seats[0].absence_stored
+
+    landed, stored = run_virtual(go, monkeypatch)
+    assert landed == [START, None, START + 1.0]
+    assert stored == (START + 1.0, False)
