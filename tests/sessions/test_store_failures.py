@@ -2702,13 +2702,14 @@ def test_an_outage_whose_last_pending_write_ends_unwritten_after_one_landed_is_s
 def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypatch):
     """GJ-12.4: the seat of a player away past the grace period is played for them. When the
     store refuses that move, the decision is disarmed and tried again after
-    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later): the move lands then. A decision
-    left armed after the failure was never asked again, and the match waited for ever. On a
-    virtual clock."""
+    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later): the move lands then (no read-back of
+    the log here to arm it sooner). A decision left armed after the failure was never asked
+    again, and the match waited for ever. On a virtual clock."""
     from engine_service.sessions import clock
 
     from .virtual_clock import START, settle
 
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
     store = FailingAppends()
 
     async def go():
@@ -2731,7 +2732,7 @@ def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypat
     away, refused, first = run_virtual(go, monkeypatch)
     assert refused == (True, 0)
     assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
-    assert first.at <= START + 15 + 1.0
+    assert first.at == START + 15 + 1.0  # RETRY_AFTER_STORE_FAILURE_S after the failure
 
 
 def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monkeypatch):
