@@ -2699,18 +2699,32 @@ def test_an_outage_whose_last_pending_write_ends_unwritten_after_one_landed_is_s
     assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused
 
 
-def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypatch):
+class RefusesAppends(MemoryStore):
+    """A store refusing the next ``refusing`` appends before anything is written."""
+
+    refusing = 0
+
+    async def append_action(self, match_id, action, decks=(), end=None):
+        if self.refusing:
+            self.refusing -= 1
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks, end)
+
+
+def test_a_takeover_move_the_store_refused_twice_is_played_by_its_retries(monkeypatch):
     """GJ-12.4: the seat of a player away past the grace period is played for them. When the
     store refuses that move, the decision is disarmed and tried again after
-    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later): the move lands then (no read-back of
-    the log here to arm it sooner). A decision left armed after the failure was never asked
-    again, and the match waited for ever. On a virtual clock."""
+    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later), and again after a second refusal:
+    the move lands at the second retry (no read-back of the log here to arm it sooner). A
+    decision left armed after a failure, or a spent retry timer taken for a pending one, was
+    never asked again, and the match waited for ever. On a virtual clock."""
     from engine_service.sessions import clock
 
     from .virtual_clock import START, settle
 
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
-    store = FailingAppends()
+    store = RefusesAppends()
+    retry = clock.RETRY_AFTER_STORE_FAILURE_S
 
     async def go():
         async with manager(config(), store=store) as mgr:
@@ -2720,19 +2734,19 @@ def test_a_takeover_move_the_store_refused_once_is_played_by_its_retry(monkeypat
             away = m.state.to_act()
             streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
             await settle()
-            store.fail_next = True
-            await advance_to(START + 15)  # the window runs out: the auto-move for the seat fails
-            refused = (store.failed, m.seq)
-            await advance_to(START + 15 + clock.RETRY_AFTER_STORE_FAILURE_S)
+            store.refusing = 2
+            await advance_to(START + 15 + retry)  # the window runs out; its move and first retry fail
+            refused = (store.refusing, m.seq)
+            await advance_to(START + 15 + 2 * retry)
             first = m.actions[0] if m.actions else None
             for s in streams:
                 await s.close()
             return away, refused, first
 
     away, refused, first = run_virtual(go, monkeypatch)
-    assert refused == (True, 0)
+    assert refused == (0, 0)
     assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
-    assert first.at == START + 15 + 1.0  # RETRY_AFTER_STORE_FAILURE_S after the failure
+    assert first.at == START + 15 + 2 * retry  # the second retry
 
 
 def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monkeypatch):
