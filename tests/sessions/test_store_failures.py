@@ -2837,3 +2837,40 @@ def test_a_seats_absence_writes_land_in_the_order_its_presence_changed(monkeypat
     landed, stored = run_virtual(go, monkeypatch)
     assert landed == [START, None, START + 1.0]
     assert stored == (START + 1.0, False)
+
+
+def test_a_takeover_move_whose_answer_was_lost_is_found_by_its_retry_without_a_second_failure(monkeypatch):
+    """GJ-12.4: the move played for an away player is written but answered with an error: one
+    ``bot_move_failed``, and its retry (MatchClock._retry_later) reads the log back first and
+    finds the move there (StaleSequence: the match moved on). That is no failure: nothing more
+    is said or tried again, and the decision the match now waits for is armed. On a virtual
+    clock."""
+    from engine_service.sessions import clock
+
+    from .virtual_clock import START, settle
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # the retry reads it back
+    store = LosesAcknowledgements()
+    retry = clock.RETRY_AFTER_STORE_FAILURE_S
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(), store=store) as mgr:
+                match_id, ps = await open_match(mgr, "georgian_joker",
+                                                options={"turn_time_s": 120, "reconnect_grace_s": 15})
+                m = mgr._matches[match_id]
+                away = m.state.to_act()
+                streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+                await settle()
+                store.lose_next = True
+                await advance_to(START + 15 + 3 * retry)
+                after = (m.seq, m.retry_handle, m.timer_key, m.deadline)
+                for s in streams:
+                    await s.close()
+        return away, list(m.actions), after, logs
+
+    away, actions, (seq, retry_handle, timer_key, deadline), logs = run_virtual(go, monkeypatch)
+    assert [(a.seat, a.by, a.reason) for a in actions] == [(away, "auto", "takeover")]
+    assert [e["error_type"] for e in logs if e["event"] == "bot_move_failed"] == ["Unavailable"]
+    assert retry_handle is None
+    assert timer_key == (1, (away + 1) % 4) and deadline == START + 15 + retry + 120  # the next player's turn
