@@ -2717,7 +2717,9 @@ def test_a_takeover_move_the_store_refused_twice_is_played_by_its_retries(monkey
     RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later), and again after a second refusal:
     the move lands at the second retry (no read-back of the log here to arm it sooner). A
     decision left armed after a failure, or a spent retry timer taken for a pending one, was
-    never asked again, and the match waited for ever. On a virtual clock."""
+    never asked again, and the match waited for ever. The retries arm no deadline (the seat is
+    the bot's), so no heartbeat is sent at once for them (docs/api.md, HEARTBEAT: one is sent
+    between heartbeats only for a deadline that no event carried). On a virtual clock."""
     from engine_service.sessions import clock
 
     from .virtual_clock import START, settle
@@ -2727,7 +2729,7 @@ def test_a_takeover_move_the_store_refused_twice_is_played_by_its_retries(monkey
     retry = clock.RETRY_AFTER_STORE_FAILURE_S
 
     async def go():
-        async with manager(config(), store=store) as mgr:
+        async with manager(config(heartbeat_interval_s=3600.0), store=store) as mgr:
             match_id, ps = await open_match(mgr, "georgian_joker",
                                             options={"turn_time_s": 120, "reconnect_grace_s": 15})
             m = mgr._matches[match_id]
@@ -2739,14 +2741,16 @@ def test_a_takeover_move_the_store_refused_twice_is_played_by_its_retries(monkey
             refused = (store.refusing, m.seq)
             await advance_to(START + 15 + 2 * retry)
             first = m.actions[0] if m.actions else None
+            beats = [e for s in streams for e in s.events if e.kind == "heartbeat"]
             for s in streams:
                 await s.close()
-            return away, refused, first
+            return away, refused, first, beats
 
-    away, refused, first = run_virtual(go, monkeypatch)
+    away, refused, first, beats = run_virtual(go, monkeypatch)
     assert refused == (0, 0)
     assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
     assert first.at == START + 15 + 2 * retry  # the second retry
+    assert beats == []
 
 
 def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monkeypatch):
