@@ -2878,3 +2878,30 @@ def test_a_takeover_move_whose_answer_was_lost_is_found_by_its_retry_without_a_s
     assert [e["error_type"] for e in logs if e["event"] == "bot_move_failed"] == ["Unavailable"]
     assert retry_handle is None
     assert timer_key == (1, (away + 1) % 4) and deadline == START + 15 + retry + 120  # the next player's turn
+
+
+def test_an_absence_write_outage_is_summed_up_at_most_once_a_minute(monkeypatch):
+    """docs/operations.md, Restarts: a failing absence write is tried again every second, and
+    the outage is said at its first failure, "then at most once a minute as the number of
+    writes still pending" (absence_writes_still_failing). Five minutes of outage with the
+    service's own periods (the other outage tests shorten them): a summary a minute. On a
+    virtual clock."""
+    from .virtual_clock import START
+
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            # grace windows of a day: the match waits for its players (JJK-10.2) meanwhile
+            async with manager(config(absence_heartbeat_s=3600.0, reconnect_grace_s=86400.0), store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(START + 300.5)
+                store.broken = False
+                await advance_to(START + 302.0)  # the writes land (the close waits for them)
+        return logs
+
+    logs = run_virtual(go, monkeypatch)
+    summaries = [e for e in logs if e["event"] == "absence_writes_still_failing"]
+    assert [e["outage_s"] for e in summaries] == [60.0, 120.0, 180.0, 240.0, 300.0], summaries
+    assert all(e["pending"] == 2 for e in summaries)
