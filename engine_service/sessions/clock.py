@@ -168,6 +168,12 @@ class MatchClock:
         async with m.lock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
+            if m.timer_handle is not None:
+                # a timer armed for the decision while this waited for the lock (a write held
+                # it): a JJK-10.2 wait began and ended meanwhile, and the fresh deadline that
+                # the "connected" event announced stands on that timer. This move used to be
+                # played as soon as the lock was free, a whole turn before that deadline
+                return
             seat = key[1]
             # The decision stays armed (its key and its passed deadline) until its move is
             # written: heartbeats, views and GetView meanwhile show that deadline, and a

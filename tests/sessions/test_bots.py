@@ -501,3 +501,33 @@ def test_a_bot_host_the_caller_gave_is_not_closed_by_the_manager():
         return host.closed
 
     assert run(go()) == 0
+
+
+class LoggingHost(ScriptedHost):
+    """As ScriptedHost, and saying a line of its own for each decision, as the real host says
+    ``bot_decision_failed`` (without the match: the decision's task binds it)."""
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        import structlog
+
+        structlog.get_logger("engine_service.plugins").warning("bot_decision_failed", bot=bot)
+        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+
+
+def test_the_bot_hosts_lines_name_the_match_and_seat_of_the_decision():
+    """A bot decision runs in a task of its own whose log context names its match and seat
+    (MatchClock._bot_move: "the bot host's lines name the decision"): the bot host's own lines
+    carry no match (``bot_decision_failed``: bot, game, failure, detail, elapsed_s,
+    docs/operations.md), and without that context nobody could tell which table's bot failed."""
+    with capture_logs_with_context() as entries:
+        async def go():
+            async with manager(config(), host=LoggingHost("legal")) as mgr:
+                summary = await mgr.create_match(CreateMatchRequest(
+                    game="klaberjass", seats=[SeatConfig("bot", "scripted")] * 2))
+                m = mgr._matches[summary.match_id]
+                await until(lambda: m.seq >= 2, timeout=30)
+                return summary.match_id, [(a.seat, a.by) for a in m.actions[:2]]
+        match_id, moves = run(go())
+    lines = [e for e in entries if e["event"] == "bot_decision_failed"][:2]
+    assert [by for _, by in moves] == ["bot", "bot"]
+    assert [(e.get("match_id"), e.get("seat")) for e in lines] == [(match_id, seat) for seat, _ in moves]

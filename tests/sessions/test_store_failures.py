@@ -2652,3 +2652,256 @@ def test_a_quiet_outage_is_said_over_by_the_next_absence_write_that_lands_first_
     assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
     assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused  # said at the first
     assert not [e for e in logs if e["log_level"] == "error"], logs
+
+
+class _RefusingSeat(FailingAbsences):
+    """As FailingAbsences, and refusing the absence writes of seat ``refused_seat`` even
+    once the database is back for the others."""
+
+    refused_seat: int | None = None
+
+    async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
+        if seat == self.refused_seat:
+            self.refused += 1
+            raise self.failure("the database is unreachable")
+        return await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+
+
+def test_an_outage_whose_last_pending_write_ends_unwritten_after_one_landed_is_said_over(monkeypatch):
+    """docs/operations.md, Restarts: an absence-write outage is said over "once when writes land
+    again" (absence_writes_recovered). One seat's write lands while the other's is still tried
+    again; then that one ends unwritten (its match terminated): nothing is pending and a write
+    landed, so the outage is over then (MatchClock._absence_retry_ended), not left open until
+    the heartbeat's next probe (an hour here) or the next write. On a virtual clock."""
+    store = _RefusingSeat()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+                match_id, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 3.0)  # both tried again every second
+                store.broken, store.refused_seat = False, 1
+                await advance_to(loop.time() + 2.0)  # seat 0's lands, seat 1's still fails
+                landed = [s.absence_stored is not None and s.absence_stored[0] is not None
+                          for s in mgr._matches[match_id].seats]
+                open_before = mgr._clock._absence_outage is not None
+                await mgr.terminate_match(match_id, "ended during the outage")
+                await advance_to(loop.time() + 2.0)  # seat 1's writer wakes, finds the end, stops
+                over = mgr._clock._absence_outage is None
+        return [e for e in logs if e["event"].startswith("absence_write")], landed, open_before, over
+
+    said, landed, open_before, over = run_virtual(go, monkeypatch)
+    assert landed == [True, False] and open_before
+    assert over
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
+    assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused
+
+
+class RefusesAppends(MemoryStore):
+    """A store refusing the next ``refusing`` appends before anything is written."""
+
+    refusing = 0
+
+    async def append_action(self, match_id, action, decks=(), end=None):
+        if self.refusing:
+            self.refusing -= 1
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks, end)
+
+
+def test_a_takeover_move_the_store_refused_twice_is_played_by_its_retries(monkeypatch):
+    """GJ-12.4: the seat of a player away past the grace period is played for them. When the
+    store refuses that move, the decision is disarmed and tried again after
+    RETRY_AFTER_STORE_FAILURE_S (MatchClock._retry_later), and again after a second refusal:
+    the move lands at the second retry (no read-back of the log here to arm it sooner). A
+    decision left armed after a failure, or a spent retry timer taken for a pending one, was
+    never asked again, and the match waited for ever. The retries arm no deadline (the seat is
+    the bot's), so no heartbeat is sent at once for them (docs/api.md, HEARTBEAT: one is sent
+    between heartbeats only for a deadline that no event carried). On a virtual clock."""
+    from engine_service.sessions import clock
+
+    from .virtual_clock import START, settle
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = RefusesAppends()
+    retry = clock.RETRY_AFTER_STORE_FAILURE_S
+
+    async def go():
+        async with manager(config(heartbeat_interval_s=3600.0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            options={"turn_time_s": 120, "reconnect_grace_s": 15})
+            m = mgr._matches[match_id]
+            away = m.state.to_act()
+            streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+            await settle()
+            store.refusing = 2
+            await advance_to(START + 15 + retry)  # the window runs out; its move and first retry fail
+            refused = (store.refusing, m.seq)
+            await advance_to(START + 15 + 2 * retry)
+            first = m.actions[0] if m.actions else None
+            beats = [e for s in streams for e in s.events if e.kind == "heartbeat"]
+            for s in streams:
+                await s.close()
+            return away, refused, first, beats
+
+    away, refused, first, beats = run_virtual(go, monkeypatch)
+    assert refused == (0, 0)
+    assert first is not None and (first.seat, first.by, first.reason) == (away, "auto", "takeover")
+    assert first.at == START + 15 + 2 * retry  # the second retry
+    assert beats == []
+
+
+def test_a_takeover_move_that_finds_the_end_in_doubt_landed_says_no_failure(monkeypatch):
+    """As the timeout's move above, for the move of a seat whose player is away past the grace
+    period (GJ-12.4): a TerminateMatch's status write landed but was answered with an error,
+    its read-back failing too (the end in doubt); the takeover move settles the end first
+    (MatchWriter.apply) and, finding the match ended in the store, plays nothing and says no
+    ``bot_move_failed`` (MatchClock._retry_later: the match ended, nothing to try again). On a
+    virtual clock."""
+    from .virtual_clock import START, settle
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(config(), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            options={"turn_time_s": 120, "reconnect_grace_s": 15})
+            m = mgr._matches[match_id]
+            away = m.state.to_act()
+            streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+            await settle()
+            seq = m.seq
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.terminate_match(match_id, "maintenance")
+            doubt = m.end_in_doubt and m.active
+            with capture_logs() as logs:
+                await advance_to(START + 15 + 5.0)  # the window runs out: the takeover move finds the end
+            for stream in streams:
+                await stream.close()
+            return seq, doubt, m, await MemoryStore.load_match(store, match_id), logs
+
+    seq, doubt, m, stored, logs = run_virtual(go, monkeypatch)
+    assert doubt
+    assert m.status == stored.record.status == "terminated"
+    assert m.seq == len(stored.actions) == seq  # nothing after the end
+    names = [e["event"] for e in logs]
+    assert "match_end_found_in_store" in names
+    assert not [e for e in logs if e["log_level"] == "error"], logs  # the end happened: no failure
+
+
+class GatedAbsences(MemoryStore):
+    """A store recording the absence writes of seat 0 as they land (``landed``: away_since);
+    the next one (``hold_next``) waits for ``gate`` first (a slow database)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.hold_next = False
+        self.landed: list[float | None] = []
+
+    async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
+        if seat == 0 and self.hold_next:
+            self.hold_next = False
+            await self.gate.wait()
+        await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+        if seat == 0:
+            self.landed.append(away_since)
+
+
+def test_a_seats_absence_writes_land_in_the_order_its_presence_changed(monkeypatch):
+    """A seat's absence is written by one task at a time, which writes the newest state until
+    the store holds it (MatchClock.record_absence), so that its writes land in order: a player
+    comes back while their absence is written slowly, then goes away again. A second writer
+    for the new absence would land first and the slow "back" after it: the store would say the
+    player was there while they were away, and a crash meanwhile would give them a whole new
+    grace window instead of what was left of this one (docs/operations.md, Restarts). On a
+    virtual clock."""
+    from .virtual_clock import START, settle
+
+    store = GatedAbsences()
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")  # nobody watches: both away
+            await settle()
+            store.hold_next = True
+            stream = Stream(mgr, match_id, ps[0])  # back: its write hangs
+            await settle()
+            await advance_to(START + 1.0)
+            await stream.close()  # away again, since START + 1
+            await settle()
+            store.gate.set()
+            await settle()
+            return list(store.landed), mgr._matches[match_id].seats[0].absence_stored
+
+    landed, stored = run_virtual(go, monkeypatch)
+    assert landed == [START, None, START + 1.0]
+    assert stored == (START + 1.0, False)
+
+
+def test_a_takeover_move_whose_answer_was_lost_is_found_by_its_retry_without_a_second_failure(monkeypatch):
+    """GJ-12.4: the move played for an away player is written but answered with an error: one
+    ``bot_move_failed``, and its retry (MatchClock._retry_later) reads the log back first and
+    finds the move there (StaleSequence: the match moved on). That is no failure: nothing more
+    is said or tried again, and the decision the match now waits for is armed. On a virtual
+    clock."""
+    from engine_service.sessions import clock
+
+    from .virtual_clock import START, settle
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # the retry reads it back
+    store = LosesAcknowledgements()
+    retry = clock.RETRY_AFTER_STORE_FAILURE_S
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(), store=store) as mgr:
+                match_id, ps = await open_match(mgr, "georgian_joker",
+                                                options={"turn_time_s": 120, "reconnect_grace_s": 15})
+                m = mgr._matches[match_id]
+                away = m.state.to_act()
+                streams = [Stream(mgr, match_id, p) for seat, p in enumerate(ps) if seat != away]
+                await settle()
+                store.lose_next = True
+                await advance_to(START + 15 + 3 * retry)
+                after = (m.seq, m.retry_handle, m.timer_key, m.deadline)
+                for s in streams:
+                    await s.close()
+        return away, list(m.actions), after, logs
+
+    away, actions, (seq, retry_handle, timer_key, deadline), logs = run_virtual(go, monkeypatch)
+    assert [(a.seat, a.by, a.reason) for a in actions] == [(away, "auto", "takeover")]
+    assert [e["error_type"] for e in logs if e["event"] == "bot_move_failed"] == ["Unavailable"]
+    assert retry_handle is None
+    assert timer_key == (1, (away + 1) % 4) and deadline == START + 15 + retry + 120  # the next player's turn
+
+
+def test_an_absence_write_outage_is_summed_up_at_most_once_a_minute(monkeypatch):
+    """docs/operations.md, Restarts: a failing absence write is tried again every second, and
+    the outage is said at its first failure, "then at most once a minute as the number of
+    writes still pending" (absence_writes_still_failing). Five minutes of outage with the
+    service's own periods (the other outage tests shorten them): a summary a minute. On a
+    virtual clock."""
+    from .virtual_clock import START
+
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            # grace windows of a day: the match waits for its players (JJK-10.2) meanwhile
+            async with manager(config(absence_heartbeat_s=3600.0, reconnect_grace_s=86400.0), store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(START + 300.5)
+                store.broken = False
+                await advance_to(START + 302.0)  # the writes land (the close waits for them)
+        return logs
+
+    logs = run_virtual(go, monkeypatch)
+    summaries = [e for e in logs if e["event"] == "absence_writes_still_failing"]
+    assert [e["outage_s"] for e in summaries] == [60.0, 120.0, 180.0, 240.0, 300.0], summaries
+    assert all(e["pending"] == 2 for e in summaries)

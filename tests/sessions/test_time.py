@@ -1044,3 +1044,93 @@ def test_a_refused_timed_out_move_is_logged_without_what_the_rules_said_of_the_h
     assert failed[0]["match_id"] == match_id and failed[0]["error_type"] == "IllegalAction"
     assert "ILLEGAL_ACTION" in failed[0]["error"]
     assert "KC" not in repr(failed), failed
+
+
+def test_a_timeout_that_waited_for_the_lock_plays_nothing_once_a_wait_stopped_its_deadline(monkeypatch):
+    """JJK-10.2: no turn timer runs while a player of a two-player match is away, and once both
+    are back the decision gets a fresh deadline (docs/api.md, WatchMatch), the one the
+    ``connected`` event announces. A deadline can pass while a write of the match holds its
+    lock (here the test holds it): its auto-move waits for the lock, and meanwhile the player
+    to act goes away. On a virtual clock: the move must not be played while they are away, nor
+    when they come back before the lock is free (the decision's fresh deadline stands, on its
+    own timer); it is played at that fresh deadline. The stale move was played as soon as the
+    lock was free, whether the player was still away or back and shown a whole new turn."""
+    from .virtual_clock import advance_to, run_virtual, settle
+
+    async def go():
+        async with manager(config(reconnect_grace_s=60.0)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await settle()
+            seat = m.state.to_act()
+            async with m.lock:  # a write under way: the timed-out move waits for it
+                await advance_to(m.deadline)
+                await streams[seat].close()  # away: the clock stops (JJK-10.2)
+                await settle()
+            await settle()
+            away = (m.seq, m.deadline)
+            streams[seat] = Stream(mgr, match_id, ps[seat])  # back: a fresh deadline
+            await settle()
+            fresh = m.deadline
+            async with m.lock:
+                await advance_to(fresh)  # it passes too, its move waiting for the lock
+                await streams[seat].close()
+                await settle()
+                streams[seat] = Stream(mgr, match_id, ps[seat])  # away and back before the lock is free
+                await settle()
+                announced = [e.view.deadline for e in streams[1 - seat].events
+                             if e.kind == "presence" and e.details.get("change") == "connected"][-1]
+            await settle()
+            early = (m.seq, m.deadline)
+            await advance_to(announced)
+            played = m.actions[0] if m.actions else None
+            await close_all(streams)
+            return seat, away, fresh, announced, early, played
+
+    seat, away, fresh, announced, early, played = run_virtual(go, monkeypatch)
+    assert away == (0, None), "no move and no deadline while the player to act is away"
+    assert fresh is not None and announced > fresh
+    assert early == (0, announced), "the deadline announced stands: no move before it"
+    assert played is not None and (played.seat, played.by, played.reason) == (seat, "auto", "timeout")
+    assert played.at == announced
+
+
+def test_a_seat_the_takeover_bot_plays_is_no_window_for_the_absence_heartbeat(monkeypatch):
+    """GJ-12.4: once a grace window ran out the takeover bot plays the seat, and no window runs
+    for it any more. The absence heartbeat records that the engine still serves only while a
+    window runs (docs/operations.md, Restarts: the writes happen "only when a player's presence
+    changes or while a grace period runs"): the clock's index of running windows
+    (MatchClock.running) holds the seat while its window runs and drops it once the takeover is
+    stored, so that a beat then writes nothing. On a virtual clock."""
+    from .virtual_clock import START, advance_to, run_virtual, settle
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=3600.0)) as mgr:  # beats called by hand
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await settle()
+            away = (m.state.to_act() + 1) % 4
+            await streams[away].close()
+            await settle()
+            during = sorted(mgr._clock.running)
+            await advance_to(START + 15)  # the window runs out: the takeover bot plays the seat
+            touched = []
+            touch = mgr._store.touch_absences
+
+            async def recorded(seats, at):
+                touched.append(list(seats))
+                await touch(seats, at)
+            mgr._store.touch_absences = recorded
+            await mgr._touch_absences()
+            stored = m.seats[away].absence_stored
+            after, beat = sorted(mgr._clock.running), list(touched)  # (the close records its own)
+            await close_all(streams)
+            return match_id, away, during, stored, after, beat
+
+    match_id, away, during, stored, after, touched = run_virtual(go, monkeypatch)
+    assert during == [(match_id, away)]
+    assert stored == (START, True)  # away since the window began, taken over
+    assert after == [] and touched == []
