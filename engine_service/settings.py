@@ -413,7 +413,7 @@ SETTINGS: tuple[Setting, ...] = (
             "reconnect_grace_s"),
     # tests and benchmarks shrink time (0.005) or stretch it (100000: no deadline ever expires)
     Setting("time_scale", _float(0.0, 1_000_000.0, above_lo=True), "multiply every deadline and "
-            "grace period (demos, tests)", "FACTOR", "time_scale"),
+            "grace period, and the bot pace (demos, tests)", "FACTOR", "time_scale"),
     Setting("heartbeat_interval_s", _positive_hour, "heartbeat interval of idle watch streams",
             "SECONDS", "heartbeat_interval_s"),
     Setting("snapshot_threshold", _count, "a watcher further behind than this many actions starts "

@@ -226,6 +226,25 @@ def test_a_forced_bot_move_takes_as_long_as_any_other(monkeypatch):
     assert len(delays) == 29, "a move every pace, none held up"
 
 
+def test_the_bot_pace_is_scaled_by_the_time_scale(monkeypatch):
+    """docs/operations.md: ``--time-scale`` multiplies every deadline and grace period, and the
+    bot pace (a demo at ``--time-scale 0.1`` plays its bots ten times faster). On a virtual
+    clock every bot move comes exactly ``bot_pace_s * time_scale`` after its decision; an
+    unscaled pace would take twice as long here."""
+    pace, scale = 0.3, 0.5
+
+    async def go():
+        async with manager(config(bot_pace_s=pace, time_scale=scale), host=ThinkingHost(0.0)) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(
+                game="georgian_joker", seats=[SeatConfig("bot", "thinker")] * 4))
+            m = mgr._matches[summary.match_id]
+            await advance_to(START + 10 * pace * scale + pace * scale / 2)
+            return [m.actions[i].at - (m.actions[i - 1].at if i else START) for i in range(m.seq)]
+
+    delays = run_virtual(go, monkeypatch)
+    assert delays == pytest.approx([pace * scale] * 10, abs=1e-6), delays
+
+
 def test_without_pacing_a_forced_bot_move_is_immediate(monkeypatch):
     """bot_pace_s = 0 (tests, bot-only tables): a move is played when the bot answers, so the
     pacing above is what hides a forced move. On a virtual clock: a forced move is played at
