@@ -6,6 +6,7 @@ answer never arrives, and a watch stream whose reopening is rate limited."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import grpc
 import pytest
@@ -306,13 +307,23 @@ class _DropsTheFirstStream(ScriptedService):
         yield api.MatchEvent("match_ended", 4, match_id, reason="rules", view=_view(4, seat=principal.seat))
 
 
-def test_watch_waits_out_a_rate_limited_reopen():
+def test_watch_waits_out_a_rate_limited_reopen(monkeypatch):
     """A resumed stream whose reopening is refused with RESOURCE_EXHAUSTED / RATE_LIMITED
     ("wait its retry_delay, then send the same request again": nothing was done) is reopened
     after the RetryInfo delay, not given up: every spectator behind one address reconnects at
     once after a server restart. The refusal is seen (a stalled machine that refilled the
-    bucket before the reopen made the test pass without one); a 1 s refill, which the first
-    reopening (about 0.1 s after the drop) comes well within."""
+    bucket before the reopen made the test pass without one): the limiter's clock moves 0.5 s
+    a call, whatever the machine's pace, so that with a 1 s refill the first reopening is
+    refused (its retry delay 0.5 s) and the next one taken."""
+    from engine_service.transport import server as server_module
+
+    readings = itertools.count(2000.0, 0.5)
+
+    class SteppedClock(server_module.RateLimitInterceptor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, clock=lambda: next(readings), **kwargs)
+
+    monkeypatch.setattr(server_module, "RateLimitInterceptor", SteppedClock)
 
     async def scenario():
         service = _DropsTheFirstStream()
