@@ -89,6 +89,7 @@ def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
         service = _SlowFirstAnswer()
         async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
             service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             me = client.seat_session("m1", 0, SEAT_TOKEN)
             reply = await me.submit("play:AS", expected_seq=3)
             assert (reply.seq, reply.duplicate) == (4, True)
@@ -148,6 +149,7 @@ def test_join_repeats_a_failed_call_with_the_same_client_join_id():
         service = _LosesTheFirstJoin()
         async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
             service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             me = await client.join("m1", seat=1, player_name="ada")
             assert (me.match_id, me.seat, me.token) == ("m1", 1, SEAT_TOKEN)
             await client.join("m1")
@@ -186,6 +188,7 @@ def test_create_match_repeats_a_failed_call_with_the_same_client_create_id():
         service = _LosesTheFirstCreate()
         async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
             service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             match = await client.create_match("klaberjass", name="t")
             assert match.match_id
             await client.create_match("klaberjass")

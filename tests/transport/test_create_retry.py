@@ -46,6 +46,7 @@ async def test_a_create_whose_answer_was_lost_is_retried_into_the_same_match():
     with capture_logs() as logs:
         async with served(store) as srv:
             key = str(uuid.uuid4())
+            await srv.channel.channel_ready()  # the deadline below is the call's way, not a connection's set-up
             store.hold()
             try:
                 err = await expect_error(create(srv, key, timeout=LOST_DEADLINE_S))
