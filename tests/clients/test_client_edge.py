@@ -6,6 +6,7 @@ answer never arrives, and a watch stream whose reopening is rate limited."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import grpc
 import pytest
@@ -48,7 +49,27 @@ def test_a_stale_error_brings_its_large_view_to_the_client():
     run(scenario())
 
 
-class _SlowFirstAnswer(ScriptedService):
+# The client's deadline for the call whose answer is lost: what the tests below wait out once.
+LOST_DEADLINE_S = 0.5
+
+
+class _LosesAnAnswer(ScriptedService):
+    """A service whose first call of a kind has its answer lost: it outlives the client's
+    deadline (:data:`LOST_DEADLINE_S`). ``client`` (the library's client, in this process):
+    once that call has arrived, its repeats get a deadline no loaded machine misses (the
+    library reads ``timeout_s`` at each attempt), so that the calls counted below are the
+    library's repeats, never one more because a repeat's answer came late (a CI run on a
+    loaded machine could take over half a second for one)."""
+
+    client: cg.Client | None = None
+
+    async def lose_this_answer(self) -> None:
+        assert self.client is not None, "set the service's client"
+        self.client.timeout_s = 30.0
+        await asyncio.sleep(2.0)
+
+
+class _SlowFirstAnswer(_LosesAnAnswer):
     """The first SubmitAction is applied but its answer is lost (it outlives the client's
     deadline); a repeat with the same client_action_id gets the first result."""
 
@@ -56,7 +77,7 @@ class _SlowFirstAnswer(ScriptedService):
         self.calls.append(("submit_action", principal, action, expected_seq, client_action_id))
         first = sum(c[0] == "submit_action" for c in self.calls) == 1
         if first:
-            await asyncio.sleep(2.0)
+            await self.lose_this_answer()
         return api.SubmitResult(4, action, _view(4), duplicate=not first)
 
 
@@ -66,7 +87,9 @@ def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
 
     async def scenario():
         service = _SlowFirstAnswer()
-        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
+            service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             me = client.seat_session("m1", 0, SEAT_TOKEN)
             reply = await me.submit("play:AS", expected_seq=3)
             assert (reply.seq, reply.duplicate) == (4, True)
@@ -103,7 +126,7 @@ def test_submit_repeats_a_call_refused_by_a_draining_engine():
     run(scenario())
 
 
-class _LosesTheFirstJoin(ScriptedService):
+class _LosesTheFirstJoin(_LosesAnAnswer):
     """The first JoinMatch takes its seat but its answer is lost (it outlives the client's
     deadline; then UNAVAILABLE once); a repeat with the same client_join_id gets the seat."""
 
@@ -111,7 +134,7 @@ class _LosesTheFirstJoin(ScriptedService):
         self.calls.append(("join_match", match_id, seat, player_name, client_join_id))
         attempt = len(self.calls)
         if attempt == 1:
-            await asyncio.sleep(2.0)
+            await self.lose_this_answer()
         if attempt == 2:
             raise api.Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE")
         return api.JoinResult(match_id, 1, SEAT_TOKEN, retry=attempt > 1)
@@ -124,7 +147,9 @@ def test_join_repeats_a_failed_call_with_the_same_client_join_id():
 
     async def scenario():
         service = _LosesTheFirstJoin()
-        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
+            service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             me = await client.join("m1", seat=1, player_name="ada")
             assert (me.match_id, me.seat, me.token) == ("m1", 1, SEAT_TOKEN)
             await client.join("m1")
@@ -138,7 +163,7 @@ def test_join_repeats_a_failed_call_with_the_same_client_join_id():
     assert [c[2:4] for c in calls[:4]] == [(1, "ada")] * 3 + [(None, "")]
 
 
-class _LosesTheFirstCreate(ScriptedService):
+class _LosesTheFirstCreate(_LosesAnAnswer):
     """The first CreateMatch creates its match but its answer is lost (it outlives the client's
     deadline; then UNAVAILABLE once); a repeat with the same client_create_id gets the match."""
 
@@ -146,7 +171,7 @@ class _LosesTheFirstCreate(ScriptedService):
         self.calls.append(("create_match", request, admin))
         attempt = len(self.calls)
         if attempt == 1:
-            await asyncio.sleep(2.0)
+            await self.lose_this_answer()
         if attempt == 2:
             raise api.Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE")
         if attempt == 6:
@@ -161,7 +186,9 @@ def test_create_match_repeats_a_failed_call_with_the_same_client_create_id():
 
     async def scenario():
         service = _LosesTheFirstCreate()
-        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=LOST_DEADLINE_S) as client:
+            service.client = client
+            await client.wait_ready()  # the first deadline is the call's way, not a connection's set-up
             match = await client.create_match("klaberjass", name="t")
             assert match.match_id
             await client.create_match("klaberjass")
@@ -283,13 +310,23 @@ class _DropsTheFirstStream(ScriptedService):
         yield api.MatchEvent("match_ended", 4, match_id, reason="rules", view=_view(4, seat=principal.seat))
 
 
-def test_watch_waits_out_a_rate_limited_reopen():
+def test_watch_waits_out_a_rate_limited_reopen(monkeypatch):
     """A resumed stream whose reopening is refused with RESOURCE_EXHAUSTED / RATE_LIMITED
     ("wait its retry_delay, then send the same request again": nothing was done) is reopened
     after the RetryInfo delay, not given up: every spectator behind one address reconnects at
     once after a server restart. The refusal is seen (a stalled machine that refilled the
-    bucket before the reopen made the test pass without one); a 1 s refill, which the first
-    reopening (about 0.1 s after the drop) comes well within."""
+    bucket before the reopen made the test pass without one): the limiter's clock moves 0.5 s
+    a call, whatever the machine's pace, so that with a 1 s refill the first reopening is
+    refused (its retry delay 0.5 s) and the next one taken."""
+    from engine_service.transport import server as server_module
+
+    readings = itertools.count(2000.0, 0.5)
+
+    class SteppedClock(server_module.RateLimitInterceptor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, clock=lambda: next(readings), **kwargs)
+
+    monkeypatch.setattr(server_module, "RateLimitInterceptor", SteppedClock)
 
     async def scenario():
         service = _DropsTheFirstStream()

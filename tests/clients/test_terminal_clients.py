@@ -802,9 +802,8 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                 actions = app.query_one("#actions")
                 assert actions.disabled and "wait for the connection" in str(actions.border_title)
                 await pilot.press("1")
-                await pilot.pause(0.2)
-                assert str(app.query_one("#status").content) == \
-                    "not sent: the connection is lost — choose again once it is back"
+                await wait_for(pilot, lambda: str(app.query_one("#status").content) == (
+                    "not sent: the connection is lost — choose again once it is back"), "the 'not sent' line")
                 assert (await mine.view()).seq == seq, "a move was sent while the connection was lost"
                 assert any(line.strip().startswith("connection lost (") for line in log_lines(app))
 

@@ -203,21 +203,44 @@ def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path, monkeypatch):
     assert ownership.POLL_S <= 0.01
 
 
-def test_a_refused_wait_ends_after_lock_wait_s(tmp_path):
+class _Clock:
+    """ownership.py's ``time``, whose clock moves only when it sleeps, by the pause asked for
+    and without pausing: a wait measured by it, not by a loaded machine's pace (a 0.5 s wait
+    checked against a wall-clock bound of 3 s)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.pauses: list[float] = []
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_a_refused_wait_ends_after_lock_wait_s(tmp_path, monkeypatch):
     path = tmp_path / "db.sqlite3"
+    clock = _Clock()
 
     async def go():
         first = SqliteStore(path)
         await first.open()
-        started = time.monotonic()
         try:
-            with pytest.raises(StoreInUse):
+            with monkeypatch.context() as patch, pytest.raises(StoreInUse):
+                patch.setattr(ownership, "time", clock)
                 await SqliteStore(path, lock_wait_s=0.5).open()
-            return time.monotonic() - started
         finally:
             await first.close()
 
-    assert 0.45 <= run(go()) < 3
+    run(go())
+    # tried every POLL_S, refused once the wait had run out: not before, nor a poll later
+    assert set(clock.pauses) == {ownership.POLL_S}, clock.pauses
+    assert 0.5 <= clock.now - 1000.0 < 0.5 + ownership.POLL_S + 1e-9, clock.now
 
 
 def test_a_non_exclusive_reader_opens_beside_the_engine(tmp_path):
@@ -857,12 +880,15 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
 
         owner = _advisory(on_restored=restored)
         owner._conn, owner._watchdog = object(), object()
+        loop = asyncio.get_running_loop()
+        before = loop.time()  # the owner's clock
         owner.doubt()
         await asyncio.sleep(0.05)
         with structlog.testing.capture_logs() as logs:
             refused_s = await owner._restored(owner._doubts)
+        since_before = loop.time() - before
         assert seen == [False] and owner.held and owner._verdict.is_set() and owner._since is None
-        assert 0.04 <= refused_s < 2  # the time since the doubt
+        assert 0.04 <= refused_s <= since_before + 0.005  # the time since the doubt (in hundredths)
         assert [(e["event"], e["error"], e["db"]) for e in logs] == [
             ("db_pool_check_failed", "a dead connection", "the database")]
 
@@ -881,17 +907,21 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
     run(go())
 
 
-def test_a_verdict_is_waited_for_only_while_one_is_due():
+def test_a_verdict_is_waited_for_only_while_one_is_due(monkeypatch):
+    timeouts: list[float] = []
+    monkeypatch.setattr(pg_ownership, "asyncio", _Timeouts(asyncio, timeouts))
+
     async def go():
         owner = _advisory()
-        started = time.monotonic()
-        await owner.verdict(5.0)  # none due: at once
-        assert time.monotonic() - started < 1
+        none_due = owner.verdict(5.0)
+        with pytest.raises(StopIteration):  # none due: at once, without waiting for anything
+            none_due.send(None)
         owner._conn, owner._watchdog = object(), object()
         owner.doubt()
         started = time.monotonic()
         await owner.verdict(0.1)  # due, and none comes: the wait ends at its timeout
         waited = time.monotonic() - started
+        assert timeouts == [0.1]  # its own timeout (an upper bound on the wall clock was flaky)
         asyncio.get_running_loop().call_later(0.05, owner._unreachable, "the server is down")
         with structlog.testing.capture_logs() as logs:
             await owner.verdict(5.0)  # the server found unreachable: a verdict
@@ -901,7 +931,7 @@ def test_a_verdict_is_waited_for_only_while_one_is_due():
             ("db_unreachable", "the server is down", "the database")]
         return waited
 
-    assert 0.09 <= run(go()) < 2
+    assert run(go()) >= 0.09
 
 
 def test_release_returns_once_the_watchdog_has_stopped():

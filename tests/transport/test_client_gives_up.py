@@ -18,22 +18,22 @@ from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.sessions.helpers import capture_logs_with_context
 
 from .harness import bearer, expect_error, run, running
-from .test_join_retry import SlowSeats, served
+from .test_join_retry import LOST_DEADLINE_S, SlowSeats, given_up_mid_write, served
 
 WATCH = "/cardgames.v1.CardGamesService/WatchMatch"
 
 
 class SlowWrites(SlowSeats):
     """Seats (and the start) as in SlowSeats; a match's creation and its status (a
-    resignation's end) durable at once but answered ``delay`` seconds late too."""
+    resignation's end) durable at once but answered late (held, or ``delay``) too."""
 
     async def create_match(self, record, decks=()):
         await super().create_match(record, decks)
-        await asyncio.sleep(self.delay)
+        await self.answered()
 
     async def set_status(self, *args, **kwargs):
         await super().set_status(*args, **kwargs)
-        await asyncio.sleep(self.delay)
+        await self.answered()
 
 
 async def _two_seats(srv) -> tuple[str, list[str]]:
@@ -100,14 +100,9 @@ async def test_a_resign_whose_deadline_passes_mid_write_is_applied_once():
         async with served(store) as srv:
             match_id, tokens = await _two_seats(srv)
             mgr = srv.server.service
-            store.delay = 0.5
-            err = await expect_error(srv.games.LeaveMatch(
+            await given_up_mid_write(srv, store, "LeaveMatch", lambda: srv.games.LeaveMatch(
                 pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[0]),
-                timeout=0.1))
-            assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
-            await asyncio.sleep(0.6)  # the server finishes the write the client gave up on
-            await _until(lambda: not mgr._writes)  # even on a loaded machine
-            store.delay = 0.0
+                timeout=LOST_DEADLINE_S))
             summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
             assert summary.status == match_pb2.MATCH_STATUS_FINISHED
             assert summary.result["outcome"] == "resigned"
@@ -141,13 +136,8 @@ async def test_a_create_whose_deadline_passes_mid_write_leaves_one_listed_match(
     store = SlowWrites()
     with capture_logs_with_context() as logs:
         async with served(store) as srv:
-            store.delay = 0.5
-            err = await expect_error(srv.games.CreateMatch(
-                pb.CreateMatchRequest(game="klaberjass", listed=True), timeout=0.1))
-            assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
-            await asyncio.sleep(0.6)
-            await _until(lambda: not srv.server.service._writes)  # the write done, even on a loaded machine
-            store.delay = 0.0
+            await given_up_mid_write(srv, store, "CreateMatch", lambda: srv.games.CreateMatch(
+                pb.CreateMatchRequest(game="klaberjass", listed=True), timeout=LOST_DEADLINE_S))
             lobby = (await srv.games.ListOpenMatches(pb.ListOpenMatchesRequest())).matches
             assert len(lobby) == 1 and lobby[0].status == match_pb2.MATCH_STATUS_WAITING
             assert srv.metrics.value("cardgames_matches_created_total", {"game": "klaberjass"}) == 1
@@ -165,17 +155,20 @@ async def test_a_call_whose_deadline_passed_is_logged_and_counted_as_deadline_ex
 
     class Slow(ScriptedService):
         async def get_match(self, match_id):
-            await asyncio.sleep(2)
+            self.calls.append(("get_match", match_id))
+            await asyncio.sleep(60)  # never answers: the client's deadline or its cancel ends it
             return await super().get_match(match_id)
 
     method = "/cardgames.v1.CardGamesService/GetMatch"
+    service = Slow()
     with capture_logs_with_context() as logs:
-        async with running(Slow()) as srv:
+        async with running(service) as srv:
             for _ in range(3):
                 err = await expect_error(srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=0.2))
                 assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
+            served = len(service.calls)
             call = srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=30)
-            await asyncio.sleep(0.2)
+            await _until(lambda: len(service.calls) > served)  # being served: the client goes away
             call.cancel()
             watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"), timeout=0.3)
             assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT

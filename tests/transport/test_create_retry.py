@@ -20,17 +20,19 @@ from engine_service.store import MemoryStore, SqliteStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 
 from .harness import error_of, expect_error, run
-from .test_join_retry import served
+from .test_join_retry import LOST_DEADLINE_S, SlowSeats, served, until
 
 
-class SlowCreates(MemoryStore):
-    """A store whose creations are durable at once but answer ``delay`` seconds late."""
-
-    delay = 0.0
+class SlowCreates(SlowSeats):
+    """A store whose creations (and seats) are durable at once but answer late: once released
+    while held (SlowSeats.hold), then ``delay`` seconds late."""
 
     async def create_match(self, record, decks=()):
         await super().create_match(record, decks)
-        await asyncio.sleep(self.delay)
+        await self.answered()
+
+
+CREATE = {"method": "/cardgames.v1.CardGamesService/CreateMatch"}
 
 
 def create(srv, key: str, timeout: float | None = None, **fields):
@@ -44,23 +46,36 @@ async def test_a_create_whose_answer_was_lost_is_retried_into_the_same_match():
     with capture_logs() as logs:
         async with served(store) as srv:
             key = str(uuid.uuid4())
-            store.delay = 0.5
-            err = await expect_error(create(srv, key, timeout=0.1))
-            assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
-            await asyncio.sleep(0.1)
-            # a retry sent while the first write is still under way waits for it
-            first = (await create(srv, key)).match
-            store.delay = 0.0
+            await srv.channel.channel_ready()  # the deadline below is the call's way, not a connection's set-up
+            store.hold()
+            try:
+                err = await expect_error(create(srv, key, timeout=LOST_DEADLINE_S))
+                assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
+                assert store.held, "the deadline passed before the write began"
+                await until(lambda: srv.metrics.value("cardgames_rpc_in_flight", CREATE) == 0, "the call's end")
+                # a retry sent while the first write is still under way waits for it
+                retry = asyncio.ensure_future(create(srv, key))
+                await until(lambda: srv.metrics.value("cardgames_rpc_in_flight", CREATE) == 1 or retry.done(),
+                            "the retry served")
+                await asyncio.sleep(0.05)  # time for a retry that would not wait to answer
+                assert not retry.done(), "the retry did not wait for the write under way"
+            finally:
+                store.release()
+            first = (await retry).match
             again = (await create(srv, key)).match
             assert first.match_id == again.match_id and first.status == match_pb2.MATCH_STATUS_WAITING
             assert [li.record.match_id for li in await store.list_matches()] == [first.match_id]
             # two at once: one match, both answers name it
             other = str(uuid.uuid4())
-            store.delay = 0.2
-            both = await asyncio.gather(create(srv, other), create(srv, other))
+            store.hold()
+            try:
+                both = asyncio.gather(create(srv, other), create(srv, other))
+                await until(lambda: srv.metrics.value("cardgames_rpc_in_flight", CREATE) == 2, "both served")
+            finally:
+                store.release()
+            both = await both
             assert both[0].match.match_id == both[1].match.match_id != first.match_id
             assert len(await store.list_matches()) == 2
-            store.delay = 0.0
             err = await expect_error(create(srv, key, name="another table"))
             assert (err.code, err.reason) == (grpc.StatusCode.ALREADY_EXISTS, "CLIENT_CREATE_ID_IN_USE")
             assert first.match_id not in err.message

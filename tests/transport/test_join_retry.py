@@ -13,8 +13,9 @@ import contextlib
 import os
 import random
 import tempfile
+import time
 import uuid
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import grpc
 
@@ -30,17 +31,39 @@ from .players import Inbox, RandomPlayer, watch
 
 class SlowSeats(MemoryStore):
     """A store whose seat writes (a seat alone, or the last seat with the match's start) are
-    durable at once but answer ``delay`` seconds late."""
+    durable at once but answer ``delay`` seconds late, or, while :meth:`hold` holds them, once
+    :meth:`release` lets them answer (a client's deadline that passes mid-write, whatever
+    the machine's pace; ``held`` counts the writes that waited)."""
 
     delay = 0.0
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._answer = asyncio.Event()
+        self._answer.set()
+        self.held = 0
+
+    def hold(self) -> None:
+        self._answer.clear()
+        self.held = 0
+
+    def release(self) -> None:
+        self._answer.set()
+
+    async def answered(self) -> None:
+        """A durable write's answer: when released, then ``delay`` seconds late."""
+        if not self._answer.is_set():
+            self.held += 1
+            await self._answer.wait()
+        await asyncio.sleep(self.delay)
+
     async def save_seat(self, match_id, seat):
         await super().save_seat(match_id, seat)
-        await asyncio.sleep(self.delay)
+        await self.answered()
 
     async def start_match(self, match_id, seats=(), decks=()):
         await super().start_match(match_id, seats, decks)
-        await asyncio.sleep(self.delay)
+        await self.answered()
 
 
 @contextlib.asynccontextmanager
@@ -63,17 +86,43 @@ def join(srv: Any, match_id: str, key: str, seat: int | None = None, timeout: fl
     return srv.games.JoinMatch(req, timeout=timeout)
 
 
+async def until(condition: Callable[[], bool], what: str = "the condition", timeout_s: float = 30.0) -> None:
+    """Until ``condition()`` holds (a hang guard of ``timeout_s``, not a speed bound)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s"
+        await asyncio.sleep(0.01)
+
+
+#: The deadline of a call given up on mid-write: its write is held until the server has ended
+#: the call, so this need only cover the call's way to the store on a connected channel (0.1 s
+#: did not always on a loaded machine: the call then ended before its write began; at a load
+#: average of 16 on 2 cores the way took up to 0.44 s), and is all the test waits.
+LOST_DEADLINE_S = 0.75
+
+
+async def given_up_mid_write(srv: Any, store: SlowSeats, method: str, call: Callable[[], Any]) -> None:
+    """``call`` (a unary call of CardGamesService's ``method`` made with ``timeout=LOST_DEADLINE_S``)
+    fails with DEADLINE_EXCEEDED while its write waits, held, for its answer; once the server
+    has ended the call too (released earlier, the handler could answer OK before it noticed
+    the deadline), the write finishes as if the client had stayed. The channel is connected
+    first: the deadline covers the call's way, not a connection's set-up as well."""
+    await srv.channel.channel_ready()
+    store.hold()
+    try:
+        err = await expect_error(call())
+        assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert store.held, "the deadline passed before the write began: nothing was given up mid-write"
+        in_flight = {"method": f"/cardgames.v1.CardGamesService/{method}"}
+        await until(lambda: srv.metrics.value("cardgames_rpc_in_flight", in_flight) == 0, "the server ending the call")
+    finally:
+        store.release()
+    await until(lambda: not srv.server.service._writes, "the write's end")
+
+
 async def lost_join(srv: Any, store: SlowSeats, match_id: str, key: str, seat: int | None = None) -> None:
     """A join whose answer does not come back in time: the seat is written all the same."""
-    store.delay = 0.5
-    try:
-        err = await expect_error(join(srv, match_id, key, seat, timeout=0.1))
-    finally:
-        store.delay = 0.0
-    assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
-    await asyncio.sleep(0.6)  # the server finishes the write the client gave up on
-    while srv.server.service._writes:  # even on a loaded machine (the run's guard bounds it)
-        await asyncio.sleep(0.01)
+    await given_up_mid_write(srv, store, "JoinMatch", lambda: join(srv, match_id, key, seat, timeout=LOST_DEADLINE_S))
 
 
 async def summary_of(srv: Any, match_id: str) -> Any:

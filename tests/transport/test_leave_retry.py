@@ -18,7 +18,7 @@ from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.sessions.helpers import capture_logs_with_context
 
 from .harness import bearer, expect_error, run
-from .test_join_retry import SlowSeats, served
+from .test_join_retry import LOST_DEADLINE_S, SlowSeats, served, until
 
 
 async def _waiting_seat(srv) -> tuple[str, str]:
@@ -85,12 +85,18 @@ async def test_a_leave_whose_answer_was_lost_is_retried_into_ok():
     store = SlowSeats()
     async with served(store) as srv:
         match_id, token = await _waiting_seat(srv)
-        store.delay = 0.5
-        err = await expect_error(_leave(srv, match_id, token, timeout=0.1))
-        assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
-        racing = (await _leave(srv, match_id, token)).match  # waits for the first leave's lock
-        store.delay = 0.0
-        await asyncio.sleep(0.5)
+        lock = srv.server.service._matches[match_id].lock
+        store.hold()
+        try:
+            err = await expect_error(_leave(srv, match_id, token, timeout=LOST_DEADLINE_S))
+            assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert store.held, "the deadline passed before the write began"
+            racing_call = asyncio.ensure_future(_leave(srv, match_id, token))
+            await until(lambda: lock._waiters, "the retry waiting for the lock")  # authenticated
+        finally:
+            store.release()
+        racing = (await racing_call).match
+        await until(lambda: not srv.server.service._writes, "the first leave's write")
         after = (await _leave(srv, match_id, token)).match
         assert racing == after and after.status == match_pb2.MATCH_STATUS_WAITING
         assert not after.seats[0].taken
