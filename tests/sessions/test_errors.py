@@ -785,6 +785,50 @@ def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to
     run(go())
 
 
+class _HeldCreates(MemoryStore):
+    """A store whose match creations wait for ``release`` (their writes in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.writing = 0
+
+    async def create_match(self, record, decks):
+        self.writing += 1
+        await self.release.wait()
+        await super().create_match(record, decks)
+
+
+@pytest.mark.parametrize("limits, seats, reason", [
+    (dict(max_matches=1), (), "MAX_MATCHES"),
+    (dict(max_waiting_matches=1), (), "MAX_WAITING_MATCHES"),
+    (dict(max_bot_matches=1), [SeatConfig("bot", "dummy")] * 2, "MAX_BOT_MATCHES"),
+])
+def test_a_creation_whose_write_is_in_flight_counts_against_the_limits(limits, seats, reason):
+    """Each limit counts the matches whose creation is being written (MatchManager._create:
+    no await between the check and the count): two creations sent at once against a limit
+    of one make one match, the other is RESOURCE_EXHAUSTED with the limit's reason
+    (docs/operations.md, --max-matches, --max-waiting-matches, --max-bot-matches), not two
+    matches past it. (Mutants: each check without the creations in flight.)"""
+    store = _HeldCreates()
+
+    async def go():
+        async with manager(config(**limits), store=store, host=_OneBotHost()) as mgr:
+            request = CreateMatchRequest(game=GAME, seats=seats)
+            first = asyncio.create_task(mgr.create_match(request))
+            await until(lambda: store.writing == 1)
+            second = asyncio.create_task(mgr.create_match(request))
+            await until(lambda: second.done() or store.writing == 2)  # refused, or written too
+            store.release.set()
+            await first
+            [refused] = await asyncio.gather(second, return_exceptions=True)
+            return refused, store.writing, len(mgr.match_ids())
+
+    refused, writes, held = run(go())
+    assert isinstance(refused, LimitExceeded) and refused.reason == reason, refused
+    assert (writes, held) == (1, 1)
+
+
 def test_a_bot_name_sent_with_an_open_seat_names_no_bot():
     """A bot name belongs to a bot seat only: sent with an open seat (a player's) it is
     ignored, so the seat does not claim a bot that nobody asked to play it."""
