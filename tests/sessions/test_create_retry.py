@@ -409,3 +409,36 @@ def test_a_retry_that_spells_the_same_request_otherwise_gets_the_match():
 
     first, again, held = run(go())
     assert again.match_id == first.match_id and held == [first.match_id]
+
+
+def test_an_id_another_writer_stored_after_the_look_up_gets_that_match():
+    """The id's match written by a writer this process did not see (another engine on the
+    database, between this call's look-up and its write): the write is refused by the store's
+    unique index (CreateIdTaken), and the call answers the match stored with the id, as a
+    retry would (docs/api.md: a retry with the same id and request "returns the match the
+    first call created, never a second one"), not UNAVAILABLE. (Mutants: the CreateIdTaken
+    answer in MatchManager.create_match dropped, or taken for any UNAVAILABLE.)"""
+    key = create_id()
+
+    class OtherWriterFirst(MemoryStore):
+        other: MatchManager | None = None
+        stored: list = []
+
+        async def find_created(self, create_hash):
+            found = await super().find_created(create_hash)
+            if found is None and self.other is not None:  # the other writer stores it now
+                other, self.other = self.other, None
+                self.stored = [await other.create_match(req(key))]
+            return found
+
+    store = OtherWriterFirst()
+
+    async def go():
+        async with manager(store=store) as other, manager(store=store) as mgr:
+            store.other = other
+            answer = await mgr.create_match(req(key))
+            return answer, store.stored, await store.list_matches()
+
+    answer, stored, listed = run(go())
+    assert len(stored) == 1 and answer.match_id == stored[0].match_id
+    assert [r.record.match_id for r in listed] == [answer.match_id]
