@@ -173,9 +173,13 @@ def test_an_invalid_request_is_refused_as_without_an_id():
 
 
 class SlowCreates(MemoryStore):
-    """A store whose creations take a while: concurrent calls overlap."""
+    """A store whose creations take a while: concurrent calls overlap. ``writes``: the
+    creations it was asked for."""
+
+    writes = 0
 
     async def create_match(self, record, decks=()):
+        self.writes += 1
         await asyncio.sleep(0.05)
         return await super().create_match(record, decks)
 
@@ -200,7 +204,9 @@ def test_concurrent_calls_with_one_id_make_one_match(kind, tmp_path):
 
 def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
     """The first call is cancelled while its match is written (the client's deadline): the
-    write goes on, and a retry sent meanwhile waits for it and gets that match."""
+    write goes on, and a retry sent meanwhile waits for it and gets that match, without a
+    write of its own (which the store's unique index would refuse: CreateIdTaken). (Mutant:
+    the keyed write awaited in the caller's task, whose cancellation freed the id at once.)"""
     store = SlowCreates()
 
     async def go():
@@ -214,6 +220,7 @@ def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
 
     retry, stored = run(go())
     assert [li.record.match_id for li in stored] == [retry.match_id]
+    assert store.writes == 1
 
 
 class HungLookups(MemoryStore):
