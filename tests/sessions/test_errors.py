@@ -829,6 +829,23 @@ def test_a_creation_whose_write_is_in_flight_counts_against_the_limits(limits, s
     assert (writes, held) == (1, 1)
 
 
+def test_the_admins_match_of_bots_with_a_client_create_id_is_not_held_to_the_bots_limit():
+    """docs/operations.md (--max-bot-matches): "the admin is never refused one", with a
+    client_create_id too (the keyed path creates as the plain one does). (Mutant: the keyed
+    create without the admin flag.)"""
+    async def go():
+        async with manager(config(max_matches=10, max_bot_matches=1), host=_OneBotHost()) as mgr:
+            bots = [SeatConfig("bot", "dummy")] * 2
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            with pytest.raises(LimitExceeded):
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots, client_create_id="k" * 32))
+            keyed = await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots, client_create_id="k" * 32),
+                                           admin=True)
+            return keyed.status, len(mgr.match_ids())
+
+    assert run(go()) == ("active", 2)
+
+
 def test_a_bot_name_sent_with_an_open_seat_names_no_bot():
     """A bot name belongs to a bot seat only: sent with an open seat (a player's) it is
     ignored, so the seat does not claim a bot that nobody asked to play it."""
