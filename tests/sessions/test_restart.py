@@ -1496,6 +1496,32 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
     assert recovered[0]["outage_s"] >= failed[-1]["outage_s"]
 
 
+def test_a_heartbeat_outage_is_said_once_a_minute_with_the_beats_failed_since(monkeypatch):
+    """docs/operations.md (absence_heartbeat_failed): said "at the first failed beat, then at
+    most once a minute while beats keep failing", each line with the beats failed since the
+    one before (failed_beats, itself included) and the outage so far (outage_s). Beats every
+    5 s on a virtual clock, failing for two minutes. (Mutants of
+    MatchManager._heartbeat_failed: the minute counted from the latest failure instead of the
+    latest line, the suppressed beats not counted, the line's own beat not counted.)"""
+    from structlog.testing import capture_logs
+
+    from engine_service.sessions.clock import ABSENCE_OUTAGE_SUMMARY_S
+
+    assert ABSENCE_OUTAGE_SUMMARY_S == 60.0  # "at most once a minute"
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics(), create_bot_host=False)
+        start = loop.time()
+        with capture_logs() as logs:
+            for beat in range(25):  # 0, 5, ... 120 s
+                await advance_to(start + 5.0 * beat)
+                mgr._heartbeat_failed(StoreError("the database is unreachable"), seats=1)
+        return [(e["failed_beats"], e["outage_s"]) for e in logs if e["event"] == "absence_heartbeat_failed"]
+
+    assert run_virtual(go, monkeypatch) == [(1, 0.0), (12, 60.0), (12, 120.0)]
+
+
 def test_a_heartbeat_outage_that_ends_while_nobody_is_away_is_said_over_when_the_database_answers(
         tmp_path, monkeypatch):
     """The player away comes back during the outage, then the database does. A beat with
