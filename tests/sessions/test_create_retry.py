@@ -449,3 +449,40 @@ def test_an_id_another_writer_stored_after_the_look_up_gets_that_match():
     answer, stored, listed = run(go())
     assert len(stored) == 1 and answer.match_id == stored[0].match_id
     assert [r.record.match_id for r in listed] == [answer.match_id]
+
+
+def test_an_id_whose_match_is_pruned_after_the_look_up_creates_and_a_failed_look_up_is_unavailable():
+    """The look-up of an id finds a match that retention deletes before it is read: the id
+    is free again (docs/api.md: a retry gets the match "as long as the store keeps the
+    match"), so the call creates. A look-up the store fails is UNAVAILABLE /
+    STORE_UNAVAILABLE (a client retries), logged store_read_failed naming find_created.
+    (Mutants of MatchManager._created_with: the pruned match's MatchNotFound let through, the
+    store error not turned into UNAVAILABLE.)"""
+    class Lookups(MemoryStore):
+        answer: tuple[str, str] | None = None
+        fail = False
+
+        async def find_created(self, create_hash):
+            if self.fail:
+                raise StoreError("the database is unreachable")
+            if self.answer is not None:
+                answer, self.answer = self.answer, None
+                return answer
+            return await super().find_created(create_hash)
+
+    store = Lookups()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            key = create_id()
+            store.answer = ("pruned00000000000000", request_digest(req(key)))  # deleted since
+            created = await mgr.create_match(req(key))
+            store.fail = True
+            with capture_logs() as logs:
+                error = await refused(mgr.create_match(req(create_id())))
+            return created, await store.list_matches(), error, logs
+
+    created, stored, error, logs = run(go())
+    assert [li.record.match_id for li in stored] == [created.match_id]
+    assert (error.code, error.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [e["operation"] for e in logs if e["event"] == "store_read_failed"] == ["find_created"]
