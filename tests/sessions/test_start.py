@@ -481,3 +481,18 @@ def test_a_start_failing_after_the_resumed_matches_were_armed_disarms_them(monke
         return stored.record.status, len(stored.actions), logs, store.writing_at_close[-1]
 
     assert run(go(), timeout=60) == ("active", 0, [], 0)
+
+
+def test_the_bot_workers_wait_is_the_15_s_docs_operations_md_gives_the_start_up_probe():
+    """docs/operations.md (start-up step 7, the start-up probe, bot_workers_not_ready): the
+    engine waits for its bot workers at most 15 s, and operators size the start-up probe with
+    those 15 s; the wait is manager.BOT_WORKERS_WAIT_S. (Mutant: another value there.)"""
+    import re
+    from pathlib import Path
+
+    from engine_service.sessions import manager as manager_module
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text().split())
+    step = re.findall(r"waits for its bot workers, at most (\d+) s", text)
+    line = re.findall(r"bot workers were still not up after (\d+) s", text)
+    assert step and line and set(step + line) == {f"{manager_module.BOT_WORKERS_WAIT_S:g}"}
