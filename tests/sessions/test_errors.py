@@ -346,6 +346,10 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
                     await mgr.join_match(s.match_id, bad, "bob")
                 assert (info.value.reason, info.value.message) == ("BAD_SEAT", "seat must be 0..1")
                 assert info.value.metadata == {"field": "seat"}
+                # the admin's ReissueSeatToken names a seat the same way (a bool is no seat)
+                with pytest.raises(BadRequest) as info:
+                    await mgr.reissue_seat_token(s.match_id, bad)
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEAT", {"field": "seat"}), bad
             with pytest.raises(BadRequest):
                 await mgr.join_match(s.match_id, None, "bad\x00name")
             with pytest.raises(BadRequest):
