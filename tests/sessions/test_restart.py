@@ -350,21 +350,26 @@ def test_a_garbage_database_file_is_a_clear_error(tmp_path):
 
 
 def test_finished_matches_are_read_back_after_eviction(tmp_path):
+    """An evicted finished match is read back on demand, and the admin's ListMatches summarises
+    it from the store's row exactly as GetMatch does once it is held again: its seq, listed,
+    spectators_allowed and spectator_delay_actions too (mutants of manager._summary_of: each
+    field defaulted)."""
     path = tmp_path / "m.sqlite3"
 
     async def go():
         mgr = sqlite_manager(path)
         await mgr.start()
         try:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t",
+                                                          spectators_allowed=False, spectator_delay_actions=2))
             ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
             await play_random(mgr, s.match_id, ps, random.Random(5))
             before = await mgr.get_match(s.match_id)
-            view_before = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            view_before = await mgr.get_view(s.match_id, ps[0])  # (closed to spectators)
             assert mgr.evict_finished() == 1 and mgr.match_ids() == []
             listed = await mgr.list_matches(status="finished")  # from the store's rows alone
             after = await mgr.get_match(s.match_id)
-            view_after = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            view_after = await mgr.get_view(s.match_id, ps[0])
             return before, after, view_before, view_after, listed
         finally:
             await mgr.close()
@@ -372,6 +377,8 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     before, after, vb, va, listed = run(go())
     assert after == before and va.view == vb.view
     assert [m.match_id for m in listed] == [before.match_id] and listed[0].result == before.result
+    assert before.seq > 0 and before.listed and not before.spectators_allowed
+    assert before.spectator_delay_actions == 2 and listed[0] == before
     # the deals' commitments were recorded with the result: the listing has them (schema 4)
     assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
 
