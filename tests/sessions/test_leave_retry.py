@@ -204,6 +204,7 @@ def repeated_leaves_after_a_restart(make_manager: Callable[[Metrics], MatchManag
                 with pytest.raises(Unauthenticated):
                     mgr.authenticate(two_id, two_tokens[1])
                 assert await mgr.recall(two_id)
+                assert not await mgr.recall(two_id)  # held now: nothing brought back (api.MatchService.recall)
                 again = await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[1]), True)
                 with pytest.raises(MatchNotActive):
                     await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[0]), True)
