@@ -231,3 +231,20 @@ def test_a_lobby_page_that_holds_every_table_left_has_no_token():
     assert (_ids(whole.matches), whole.next_page_token) == (made, "")
     assert _ids(first.matches) == made[:2] and first.next_page_token
     assert (_ids(rest.matches), rest.next_page_token) == (made[2:], "")
+
+
+def test_the_admins_listing_refuses_an_unknown_status():
+    """ListMatches filters by one of the stored statuses (store.STATUSES); another is
+    INVALID_ARGUMENT / BAD_STATUS naming the allowed ones, not an empty page that says no
+    match has it. (Mutant: the status check dropped.)"""
+    from engine_service.sessions.api import BadRequest
+
+    async def go():
+        async with manager() as mgr:
+            await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(BadRequest) as refused:
+                await mgr.matches_page(status="over")
+            return refused.value, len((await mgr.matches_page(status="waiting")).matches)
+
+    refused, waiting = run(go())
+    assert refused.reason == "BAD_STATUS" and "waiting" in refused.message and waiting == 1
