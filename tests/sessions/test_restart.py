@@ -1503,6 +1503,30 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
     assert recovered[0]["outage_s"] >= failed[-1]["outage_s"]
 
 
+def test_a_beat_that_fails_with_a_bug_is_said_at_error_and_the_heartbeat_goes_on():
+    """MatchManager._touch_absences_periodically: a beat that raises something else than a
+    StoreError (a bug) is logged absence_heartbeat_failed at error (docs/operations.md) and
+    the next beat runs: it used to end the heartbeat for good, silently, and a crash
+    afterwards counted the time away only up to that beat. (Mutant: only StoreError caught.)"""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=0.01)) as mgr:
+            beats = []
+
+            async def beat():
+                beats.append(len(beats))
+                if len(beats) == 1:
+                    raise RuntimeError("a bug in the beat")
+
+            mgr._touch_absences = beat
+            with capture_logs() as logs:
+                await until(lambda: len(beats) >= 3, timeout=10)
+            return [(e["log_level"], e["error_type"]) for e in logs if e["event"] == "absence_heartbeat_failed"]
+
+    assert run(go()) == [("error", "RuntimeError")]
+
+
 def test_a_heartbeat_outage_is_said_once_a_minute_with_the_beats_failed_since(monkeypatch):
     """docs/operations.md (absence_heartbeat_failed): said "at the first failed beat, then at
     most once a minute while beats keep failing", each line with the beats failed since the
