@@ -173,9 +173,13 @@ def test_an_invalid_request_is_refused_as_without_an_id():
 
 
 class SlowCreates(MemoryStore):
-    """A store whose creations take a while: concurrent calls overlap."""
+    """A store whose creations take a while: concurrent calls overlap. ``writes``: the
+    creations it was asked for."""
+
+    writes = 0
 
     async def create_match(self, record, decks=()):
+        self.writes += 1
         await asyncio.sleep(0.05)
         return await super().create_match(record, decks)
 
@@ -200,7 +204,9 @@ def test_concurrent_calls_with_one_id_make_one_match(kind, tmp_path):
 
 def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
     """The first call is cancelled while its match is written (the client's deadline): the
-    write goes on, and a retry sent meanwhile waits for it and gets that match."""
+    write goes on, and a retry sent meanwhile waits for it and gets that match, without a
+    write of its own (which the store's unique index would refuse: CreateIdTaken). (Mutant:
+    the keyed write awaited in the caller's task, whose cancellation freed the id at once.)"""
     store = SlowCreates()
 
     async def go():
@@ -214,6 +220,7 @@ def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
 
     retry, stored = run(go())
     assert [li.record.match_id for li in stored] == [retry.match_id]
+    assert store.writes == 1
 
 
 class HungLookups(MemoryStore):
@@ -409,3 +416,73 @@ def test_a_retry_that_spells_the_same_request_otherwise_gets_the_match():
 
     first, again, held = run(go())
     assert again.match_id == first.match_id and held == [first.match_id]
+
+
+def test_an_id_another_writer_stored_after_the_look_up_gets_that_match():
+    """The id's match written by a writer this process did not see (another engine on the
+    database, between this call's look-up and its write): the write is refused by the store's
+    unique index (CreateIdTaken), and the call answers the match stored with the id, as a
+    retry would (docs/api.md: a retry with the same id and request "returns the match the
+    first call created, never a second one"), not UNAVAILABLE. (Mutants: the CreateIdTaken
+    answer in MatchManager.create_match dropped, or taken for any UNAVAILABLE.)"""
+    key = create_id()
+
+    class OtherWriterFirst(MemoryStore):
+        other: MatchManager | None = None
+        stored: list = []
+
+        async def find_created(self, create_hash):
+            found = await super().find_created(create_hash)
+            if found is None and self.other is not None:  # the other writer stores it now
+                other, self.other = self.other, None
+                self.stored = [await other.create_match(req(key))]
+            return found
+
+    store = OtherWriterFirst()
+
+    async def go():
+        async with manager(store=store) as other, manager(store=store) as mgr:
+            store.other = other
+            answer = await mgr.create_match(req(key))
+            return answer, store.stored, await store.list_matches()
+
+    answer, stored, listed = run(go())
+    assert len(stored) == 1 and answer.match_id == stored[0].match_id
+    assert [r.record.match_id for r in listed] == [answer.match_id]
+
+
+def test_an_id_whose_match_is_pruned_after_the_look_up_creates_and_a_failed_look_up_is_unavailable():
+    """The look-up of an id finds a match that retention deletes before it is read: the id
+    is free again (docs/api.md: a retry gets the match "as long as the store keeps the
+    match"), so the call creates. A look-up the store fails is UNAVAILABLE /
+    STORE_UNAVAILABLE (a client retries), logged store_read_failed naming find_created.
+    (Mutants of MatchManager._created_with: the pruned match's MatchNotFound let through, the
+    store error not turned into UNAVAILABLE.)"""
+    class Lookups(MemoryStore):
+        answer: tuple[str, str] | None = None
+        fail = False
+
+        async def find_created(self, create_hash):
+            if self.fail:
+                raise StoreError("the database is unreachable")
+            if self.answer is not None:
+                answer, self.answer = self.answer, None
+                return answer
+            return await super().find_created(create_hash)
+
+    store = Lookups()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            key = create_id()
+            store.answer = ("pruned00000000000000", request_digest(req(key)))  # deleted since
+            created = await mgr.create_match(req(key))
+            store.fail = True
+            with capture_logs() as logs:
+                error = await refused(mgr.create_match(req(create_id())))
+            return created, await store.list_matches(), error, logs
+
+    created, stored, error, logs = run(go())
+    assert [li.record.match_id for li in stored] == [created.match_id]
+    assert (error.code, error.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [e["operation"] for e in logs if e["event"] == "store_read_failed"] == ["find_created"]

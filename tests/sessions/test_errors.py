@@ -346,6 +346,10 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
                     await mgr.join_match(s.match_id, bad, "bob")
                 assert (info.value.reason, info.value.message) == ("BAD_SEAT", "seat must be 0..1")
                 assert info.value.metadata == {"field": "seat"}
+                # the admin's ReissueSeatToken names a seat the same way (a bool is no seat)
+                with pytest.raises(BadRequest) as info:
+                    await mgr.reissue_seat_token(s.match_id, bad)
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEAT", {"field": "seat"}), bad
             with pytest.raises(BadRequest):
                 await mgr.join_match(s.match_id, None, "bad\x00name")
             with pytest.raises(BadRequest):
@@ -783,6 +787,67 @@ def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to
             with pytest.raises(LimitExceeded):
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
     run(go())
+
+
+class _HeldCreates(MemoryStore):
+    """A store whose match creations wait for ``release`` (their writes in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.writing = 0
+
+    async def create_match(self, record, decks):
+        self.writing += 1
+        await self.release.wait()
+        await super().create_match(record, decks)
+
+
+@pytest.mark.parametrize("limits, seats, reason", [
+    (dict(max_matches=1), (), "MAX_MATCHES"),
+    (dict(max_waiting_matches=1), (), "MAX_WAITING_MATCHES"),
+    (dict(max_bot_matches=1), [SeatConfig("bot", "dummy")] * 2, "MAX_BOT_MATCHES"),
+])
+def test_a_creation_whose_write_is_in_flight_counts_against_the_limits(limits, seats, reason):
+    """Each limit counts the matches whose creation is being written (MatchManager._create:
+    no await between the check and the count): two creations sent at once against a limit
+    of one make one match, the other is RESOURCE_EXHAUSTED with the limit's reason
+    (docs/operations.md, --max-matches, --max-waiting-matches, --max-bot-matches), not two
+    matches past it. (Mutants: each check without the creations in flight.)"""
+    store = _HeldCreates()
+
+    async def go():
+        async with manager(config(**limits), store=store, host=_OneBotHost()) as mgr:
+            request = CreateMatchRequest(game=GAME, seats=seats)
+            first = asyncio.create_task(mgr.create_match(request))
+            await until(lambda: store.writing == 1)
+            second = asyncio.create_task(mgr.create_match(request))
+            await until(lambda: second.done() or store.writing == 2)  # refused, or written too
+            store.release.set()
+            await first
+            [refused] = await asyncio.gather(second, return_exceptions=True)
+            return refused, store.writing, len(mgr.match_ids())
+
+    refused, writes, held = run(go())
+    assert isinstance(refused, LimitExceeded) and refused.reason == reason, refused
+    assert (writes, held) == (1, 1)
+
+
+def test_the_admins_match_of_bots_with_a_client_create_id_is_not_held_to_the_bots_limit():
+    """docs/operations.md (--max-bot-matches): "the admin is never refused one", with a
+    client_create_id too (the keyed path creates as the plain one does). (Mutant: the keyed
+    create without the admin flag.)"""
+    async def go():
+        async with manager(config(max_matches=10, max_bot_matches=1), host=_OneBotHost()) as mgr:
+            bots = [SeatConfig("bot", "dummy")] * 2
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            with pytest.raises(LimitExceeded):
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots, client_create_id="k" * 32))
+            keyed = await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots, client_create_id="k" * 32),
+                                           admin=True)
+            return keyed.status, len(mgr.match_ids())
+
+    assert run(go()) == ("active", 2)
 
 
 def test_a_bot_name_sent_with_an_open_seat_names_no_bot():

@@ -152,6 +152,29 @@ def test_a_retried_leave_of_a_waiting_match_gets_the_first_answer():
     assert now == left
 
 
+def test_a_retried_leave_of_a_waiting_match_is_answered_as_the_match_stood_then():
+    """docs/api.md (LeaveMatch): a retry of a waiting match's leave gets "the first leave's
+    answer as it was (the match as your leave left it, your seat free), not the match as it
+    is now", whether it was authenticated before the leave voided the token or comes after:
+    a player who took the freed seat meanwhile is not shown to the void token. (Mutants: the
+    answer rebuilt from the match now, in leave_match's racing path or in repeated_leave.)"""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            token = (await mgr.join_match(s.match_id, 0, "a")).token
+            p = mgr.authenticate(s.match_id, token)
+            left = await mgr.leave_match(s.match_id, p, resign=False)
+            await mgr.join_match(s.match_id, 0, "b")
+            racing = await mgr.leave_match(s.match_id, p, resign=False)
+            later = mgr.repeated_leave(s.match_id, token)
+            return left, racing, later, await mgr.get_match(s.match_id)
+
+    left, racing, later, now = run(go())
+    assert now.seats[0].taken and now.seats[0].player_name == "b"  # the seat was taken again
+    assert not left.seats[0].taken
+    assert racing == left and later == left
+
+
 def repeated_leaves_after_a_restart(make_manager: Callable[[Metrics], MatchManager]) -> None:
     """A resignation that ended a two-player match and a Georgian Joker seat's leave, their
     answers lost with the process (a crash): against a new manager on the same store, each
@@ -181,6 +204,7 @@ def repeated_leaves_after_a_restart(make_manager: Callable[[Metrics], MatchManag
                 with pytest.raises(Unauthenticated):
                     mgr.authenticate(two_id, two_tokens[1])
                 assert await mgr.recall(two_id)
+                assert not await mgr.recall(two_id)  # held now: nothing brought back (api.MatchService.recall)
                 again = await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[1]), True)
                 with pytest.raises(MatchNotActive):
                     await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[0]), True)

@@ -195,7 +195,8 @@ def test_both_listings_read_a_limit_of_zero_as_the_default_and_below_it_as_a_pag
 def test_the_lobbys_page_is_50_tables_by_default_and_100_at_most():
     """docs/api.md: ListOpenMatches's ``limit`` defaults to 50 (unset or 0, and a session-layer
     caller that gives none) and larger values are capped at 100; a page short of the tables
-    left gets a token to the rest."""
+    left gets a token to the rest. The admin's ListMatches pages 100 by default (admin.proto:
+    "0: the server's default, 100"; mutant: its default 50)."""
     async def go():
         async with manager() as mgr:
             made = [(await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))).match_id
@@ -203,12 +204,15 @@ def test_the_lobbys_page_is_50_tables_by_default_and_100_at_most():
             pages = {"unset": mgr.open_matches_page(), "zero": mgr.open_matches_page(limit=0),
                      "first": mgr.open_matches_page(limit=50), "capped": mgr.open_matches_page(limit=101)}
             summary = {name: (_ids(page.matches), bool(page.next_page_token)) for name, page in pages.items()}
-            return made, summary, _ids(mgr.list_open_matches())
+            admin = {name: await mgr.matches_page(**limit) for name, limit in (("unset", {}), ("zero", {"limit": 0}))}
+            admin_summary = {name: (len(page.matches), bool(page.next_page_token)) for name, page in admin.items()}
+            return made, summary, _ids(mgr.list_open_matches()), admin_summary, len(await mgr.list_matches())
 
-    made, pages, listed = run(go())
+    made, pages, listed, admin, admin_listed = run(go())
     assert pages["unset"] == pages["zero"] == pages["first"] == (made[:50], True)
     assert listed == made[:50]
     assert pages["capped"] == (made[:100], True)
+    assert admin == {"unset": (100, True), "zero": (100, True)} and admin_listed == 100
 
 
 def test_a_lobby_page_that_holds_every_table_left_has_no_token():
@@ -227,3 +231,20 @@ def test_a_lobby_page_that_holds_every_table_left_has_no_token():
     assert (_ids(whole.matches), whole.next_page_token) == (made, "")
     assert _ids(first.matches) == made[:2] and first.next_page_token
     assert (_ids(rest.matches), rest.next_page_token) == (made[2:], "")
+
+
+def test_the_admins_listing_refuses_an_unknown_status():
+    """ListMatches filters by one of the stored statuses (store.STATUSES); another is
+    INVALID_ARGUMENT / BAD_STATUS naming the allowed ones, not an empty page that says no
+    match has it. (Mutant: the status check dropped.)"""
+    from engine_service.sessions.api import BadRequest
+
+    async def go():
+        async with manager() as mgr:
+            await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(BadRequest) as refused:
+                await mgr.matches_page(status="over")
+            return refused.value, len((await mgr.matches_page(status="waiting")).matches)
+
+    refused, waiting = run(go())
+    assert refused.reason == "BAD_STATUS" and "waiting" in refused.message and waiting == 1

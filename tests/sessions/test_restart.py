@@ -350,21 +350,26 @@ def test_a_garbage_database_file_is_a_clear_error(tmp_path):
 
 
 def test_finished_matches_are_read_back_after_eviction(tmp_path):
+    """An evicted finished match is read back on demand, and the admin's ListMatches summarises
+    it from the store's row exactly as GetMatch does once it is held again: its seq, listed,
+    spectators_allowed and spectator_delay_actions too (mutants of manager._summary_of: each
+    field defaulted)."""
     path = tmp_path / "m.sqlite3"
 
     async def go():
         mgr = sqlite_manager(path)
         await mgr.start()
         try:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t",
+                                                          spectators_allowed=False, spectator_delay_actions=2))
             ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
             await play_random(mgr, s.match_id, ps, random.Random(5))
             before = await mgr.get_match(s.match_id)
-            view_before = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            view_before = await mgr.get_view(s.match_id, ps[0])  # (closed to spectators)
             assert mgr.evict_finished() == 1 and mgr.match_ids() == []
             listed = await mgr.list_matches(status="finished")  # from the store's rows alone
             after = await mgr.get_match(s.match_id)
-            view_after = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            view_after = await mgr.get_view(s.match_id, ps[0])
             return before, after, view_before, view_after, listed
         finally:
             await mgr.close()
@@ -372,6 +377,8 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     before, after, vb, va, listed = run(go())
     assert after == before and va.view == vb.view
     assert [m.match_id for m in listed] == [before.match_id] and listed[0].result == before.result
+    assert before.seq > 0 and before.listed and not before.spectators_allowed
+    assert before.spectator_delay_actions == 2 and listed[0] == before
     # the deals' commitments were recorded with the result: the listing has them (schema 4)
     assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
 
@@ -1494,6 +1501,56 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
     assert all(b["outage_s"] - a["outage_s"] >= 0.1 for a, b in zip(failed, failed[1:]))
     assert sum(e["failed_beats"] for e in failed) <= 60
     assert recovered[0]["outage_s"] >= failed[-1]["outage_s"]
+
+
+def test_a_beat_that_fails_with_a_bug_is_said_at_error_and_the_heartbeat_goes_on():
+    """MatchManager._touch_absences_periodically: a beat that raises something else than a
+    StoreError (a bug) is logged absence_heartbeat_failed at error (docs/operations.md) and
+    the next beat runs: it used to end the heartbeat for good, silently, and a crash
+    afterwards counted the time away only up to that beat. (Mutant: only StoreError caught.)"""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=0.01)) as mgr:
+            beats = []
+
+            async def beat():
+                beats.append(len(beats))
+                if len(beats) == 1:
+                    raise RuntimeError("a bug in the beat")
+
+            mgr._touch_absences = beat
+            with capture_logs() as logs:
+                await until(lambda: len(beats) >= 3, timeout=10)
+            return [(e["log_level"], e["error_type"]) for e in logs if e["event"] == "absence_heartbeat_failed"]
+
+    assert run(go()) == [("error", "RuntimeError")]
+
+
+def test_a_heartbeat_outage_is_said_once_a_minute_with_the_beats_failed_since(monkeypatch):
+    """docs/operations.md (absence_heartbeat_failed): said "at the first failed beat, then at
+    most once a minute while beats keep failing", each line with the beats failed since the
+    one before (failed_beats, itself included) and the outage so far (outage_s). Beats every
+    5 s on a virtual clock, failing for two minutes. (Mutants of
+    MatchManager._heartbeat_failed: the minute counted from the latest failure instead of the
+    latest line, the suppressed beats not counted, the line's own beat not counted.)"""
+    from structlog.testing import capture_logs
+
+    from engine_service.sessions.clock import ABSENCE_OUTAGE_SUMMARY_S
+
+    assert ABSENCE_OUTAGE_SUMMARY_S == 60.0  # "at most once a minute"
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics(), create_bot_host=False)
+        start = loop.time()
+        with capture_logs() as logs:
+            for beat in range(25):  # 0, 5, ... 120 s
+                await advance_to(start + 5.0 * beat)
+                mgr._heartbeat_failed(StoreError("the database is unreachable"), seats=1)
+        return [(e["failed_beats"], e["outage_s"]) for e in logs if e["event"] == "absence_heartbeat_failed"]
+
+    assert run_virtual(go, monkeypatch) == [(1, 0.0), (12, 60.0), (12, 120.0)]
 
 
 def test_a_heartbeat_outage_that_ends_while_nobody_is_away_is_said_over_when_the_database_answers(

@@ -9,6 +9,7 @@ every call it gets is counted."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from structlog.testing import capture_logs
@@ -355,6 +356,37 @@ class FailsOneLoad(MemoryStore):
         return await super().load_match(match_id)
 
 
+def test_a_failed_start_leaves_no_table_of_its_own_in_the_lobby():
+    """A failed start drops the matches it read back (MatchManager._abort_start), its lobby
+    entries with them: tables that ended in the store before the start is tried again are
+    not listed by the start that succeeds (docs/api.md, the lobby: listed matches in WAITING).
+    (Mutant: the lobby kept across the failed start, a table resumed by it listed for ever.)"""
+    store = FailsOneLoad()
+
+    async def go():
+        first = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await first.start()
+        ids = [(await first.create_match(CreateMatchRequest(game="klaberjass", listed=True))).match_id
+               for _ in range(2)]
+        await first.close()
+        store.loads, store.fail_at = 0, 2
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with pytest.raises(StoreError):
+            await mgr.start()
+        await store.open()
+        for match_id in ids:  # ended meanwhile (another engine's waiting timeout, say)
+            await store.set_status(match_id, "finished", {"outcome": "abandoned"}, time.time())
+        await store.close()
+        store.fail_at = 0
+        await mgr.start()
+        try:
+            return [m.match_id for m in mgr.list_open_matches()]
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == []
+
+
 def test_a_failed_start_drops_the_matches_it_read_back_and_can_be_tried_again():
     """A store error while resuming the second match: the first, already read back and
     registered, is dropped with its seat tokens (a failed start holds nothing), and a start
@@ -449,3 +481,18 @@ def test_a_start_failing_after_the_resumed_matches_were_armed_disarms_them(monke
         return stored.record.status, len(stored.actions), logs, store.writing_at_close[-1]
 
     assert run(go(), timeout=60) == ("active", 0, [], 0)
+
+
+def test_the_bot_workers_wait_is_the_15_s_docs_operations_md_gives_the_start_up_probe():
+    """docs/operations.md (start-up step 7, the start-up probe, bot_workers_not_ready): the
+    engine waits for its bot workers at most 15 s, and operators size the start-up probe with
+    those 15 s; the wait is manager.BOT_WORKERS_WAIT_S. (Mutant: another value there.)"""
+    import re
+    from pathlib import Path
+
+    from engine_service.sessions import manager as manager_module
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text().split())
+    step = re.findall(r"waits for its bot workers, at most (\d+) s", text)
+    line = re.findall(r"bot workers were still not up after (\d+) s", text)
+    assert step and line and set(step + line) == {f"{manager_module.BOT_WORKERS_WAIT_S:g}"}
