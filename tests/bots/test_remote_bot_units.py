@@ -66,6 +66,11 @@ def action(seq: int, **kwargs: Any) -> card_games_pb2.WatchMatchResponse:
     return event(match_pb2.EVENT_KIND_ACTION, seq, wire_view(seq, **kwargs))
 
 
+def snapshot(seq: int, **kwargs: Any) -> card_games_pb2.WatchMatchResponse:
+    """The event a seat's stream opens with (docs/api.md, WatchMatch: first a SNAPSHOT)."""
+    return event(match_pb2.EVENT_KIND_SNAPSHOT, seq, wire_view(seq, **kwargs))
+
+
 def heartbeat(**details: Any) -> card_games_pb2.WatchMatchResponse:
     return event(match_pb2.EVENT_KIND_HEARTBEAT, 0, details={"interval_s": 1, **details})
 
@@ -79,7 +84,8 @@ def unavailable(code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE) -> CardGame
 
 
 class ScriptedSession:
-    """Seat 0 of match M: ``events`` is its stream; ``submits`` the answers to its submits
+    """Seat 0 of match M: ``events`` is its stream (a SNAPSHOT first, ending with MATCH_ENDED, as
+    the library's watch); ``submits`` the answers to its submits
     in turn (a seq, or an exception to raise; the expected seq + 1 once they run out);
     ``views`` likewise for GetView."""
 
@@ -106,8 +112,11 @@ class ScriptedSession:
         return summary
 
     async def watch(self, after_seq: int | None = None):
+        assert self.events[0].kind == match_pb2.EVENT_KIND_SNAPSHOT, "a stream opens with a SNAPSHOT"
         for item in self.events:
             yield item
+            if item.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+                return  # the library's watch ends there (stop_when_ended)
 
     async def view(self) -> match_pb2.View:
         self.view_calls += 1
@@ -186,7 +195,7 @@ LEGAL = list(MINE["legal"])
 def test_each_view_of_its_turn_is_decided_and_submitted_with_its_seq():
     """docs/bots.md: it "submits with expected_seq"; only a view of its own turn in a match
     that goes on is decided."""
-    session = ScriptedSession([action(3, my_turn=False), action(5), action(9, status="finished"), ended(12)])
+    session = ScriptedSession([snapshot(3, my_turn=False), action(5), action(9, status="finished"), ended(12)])
     runner = ScriptedRunner()
     final, stats = play(session, runner)
     assert session.submitted == [(LEGAL[0], 5)]
@@ -199,7 +208,7 @@ def test_each_view_of_its_turn_is_decided_and_submitted_with_its_seq():
 def test_an_older_view_than_its_own_last_action_is_not_decided():
     """After its action at seq 6 a view of seq 5 (an event delivered late) is out of date,
     while the view of seq 6 itself (the seat acts again, e.g. it took the trick) is decided."""
-    session = ScriptedSession([action(4), action(5), action(6), action(7, my_turn=False), ended(8)],
+    session = ScriptedSession([snapshot(4), action(5), action(6), action(7, my_turn=False), ended(8)],
                               submits=[6, 8])
     play(session)
     assert session.submitted == [(LEGAL[0], 4), (LEGAL[0], 6)]
@@ -208,17 +217,10 @@ def test_an_older_view_than_its_own_last_action_is_not_decided():
 def test_a_snapshot_behind_its_last_action_is_the_match_as_it_stands():
     """A SNAPSHOT at a seq below the seat's last action: the match was restored from a backup
     (docs/api.md, Watching) and went back; its view is current and decided."""
-    session = ScriptedSession([action(9), event(match_pb2.EVENT_KIND_SNAPSHOT, 4, wire_view(4)), ended(6)],
+    session = ScriptedSession([snapshot(9), snapshot(4), ended(6)],
                               submits=[10])
     play(session)
     assert session.submitted == [(LEGAL[0], 9), (LEGAL[0], 4)]
-
-
-def test_nothing_is_decided_after_the_match_ended():
-    session = ScriptedSession([ended(3), action(4)])
-    runner = ScriptedRunner()
-    play(session, runner)
-    assert session.submitted == [] and runner.asked == []
 
 
 def test_the_callbacks_get_views_of_their_own_at_the_start_each_deal_end_and_the_end():
@@ -228,7 +230,7 @@ def test_the_callbacks_get_views_of_their_own_at_the_start_each_deal_end_and_the
     view of its own: the callbacks wreck theirs, and the decisions' views are whole."""
     bot = Recorder()
     runner = ScriptedRunner(bot)
-    session = ScriptedSession([action(2, deals_scored=2), action(3, deals_scored=3),
+    session = ScriptedSession([snapshot(2, deals_scored=2), action(3, deals_scored=3),
                                action(5, deals_scored=3, my_turn=False), action(6, deals_scored=4, my_turn=False),
                                ended(9)])
     play(session, runner)
@@ -250,7 +252,7 @@ def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
 
         on_match_end = 7  # not callable: not a callback
 
-    session = ScriptedSession([action(1), ended(3)])
+    session = ScriptedSession([snapshot(1), ended(3)])
     play(session, ScriptedRunner(Raises()))
     assert session.submitted == [(LEGAL[0], 1)]
     assert capsys.readouterr().err.splitlines() == ["remote_bot: on_match_start raised ValueError"]
@@ -260,7 +262,7 @@ def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
     """docs/bots.md: a bot failure is replaced by the rulebook's auto-move, computed from the
     event's view rebuilt (the failed bot wrecked its copy); each failure is counted by reason."""
     replies = [Reply(None, "exception", "ValueError at bot.py:1 in decide"), Reply(None, "exception", "again")]
-    session = ScriptedSession([action(1), action(3), ended(5)])
+    session = ScriptedSession([snapshot(1), action(3), ended(5)])
     _, stats = play(session, ScriptedRunner(replies=replies))
     auto = get_game(GAME).auto_move(remote_bot.view_dict(wire_view(1)))
     assert session.submitted == [(auto, 1), (auto, 3)]
@@ -272,7 +274,7 @@ def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
 def test_a_stale_action_or_a_match_that_ended_meanwhile_is_decided_again_at_the_next_event():
     """docs/bots.md: an action decided on a view no longer current is refused by the server
     and the bot decides again on the next event; so is an action that found the match ended."""
-    session = ScriptedSession([action(1), action(2), ended(3)],
+    session = ScriptedSession([snapshot(1), action(2), ended(3)],
                               submits=[StaleSequence(grpc.StatusCode.ABORTED, "stale", "STALE_SEQUENCE"),
                                        FailedPrecondition(grpc.StatusCode.FAILED_PRECONDITION, "over",
                                                           "MATCH_NOT_ACTIVE")])
@@ -286,7 +288,7 @@ def test_a_stale_action_or_a_match_that_ended_meanwhile_is_decided_again_at_the_
 ])
 def test_any_other_refusal_ends_the_program(error):
     with pytest.raises(type(error)):
-        play(ScriptedSession([action(1), ended(3)], submits=[error]))
+        play(ScriptedSession([snapshot(1), ended(3)], submits=[error]))
 
 
 @pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED])
@@ -295,7 +297,8 @@ def test_a_move_the_engine_did_not_answer_is_decided_again_on_the_view_read_at_a
     ~5 s of retries) is decided again on the current view once the stream is back"; docs/api.md:
     the view is read (GetView) at the stream's next event. A GetView the engine does not answer
     either waits for the heartbeat after; once a move went out, heartbeats read nothing."""
-    session = ScriptedSession([heartbeat(), action(1), heartbeat(), heartbeat(), heartbeat(), heartbeat(), ended(5)],
+    session = ScriptedSession([snapshot(0, my_turn=False), heartbeat(), action(1), heartbeat(), heartbeat(),
+                               heartbeat(), heartbeat(), ended(5)],
                               submits=[unavailable(code), 4], views=[unavailable(), wire_view(3)])
     _, stats = play(session)
     assert session.submitted == [(LEGAL[0], 1), (LEGAL[0], 3)]
@@ -305,7 +308,7 @@ def test_a_move_the_engine_did_not_answer_is_decided_again_on_the_view_read_at_a
 
 def test_a_view_the_engine_refuses_after_an_unanswered_move_ends_the_program():
     error = CardGamesError(grpc.StatusCode.PERMISSION_DENIED, "token revoked")
-    session = ScriptedSession([action(1), heartbeat(), ended(5)], submits=[unavailable()], views=[error])
+    session = ScriptedSession([snapshot(1), heartbeat(), ended(5)], submits=[unavailable()], views=[error])
     with pytest.raises(CardGamesError) as raised:
         play(session)
     assert raised.value is error
@@ -318,14 +321,15 @@ def test_the_budget_is_the_servers_deadline_on_the_servers_clock_read_from_a_hea
     import time
 
     server_now = time.time() + 60
-    session = ScriptedSession([heartbeat(server_time=server_now), action(1, deadline=server_now + 10), ended(3)])
+    session = ScriptedSession([snapshot(0, my_turn=False), heartbeat(server_time=server_now),
+                               action(1, deadline=server_now + 10), ended(3)])
     runner = ScriptedRunner()
     play(session, runner, budget_s=100.0)
     assert 9.0 < runner.asked[0]["budget_s"] <= 10.0 - remote_bot.NETWORK_MARGIN_S
 
 
 def test_the_matchs_turn_timer_bounds_a_view_without_a_deadline():
-    session = ScriptedSession([action(1), ended(3)], turn_time_s=8.0)
+    session = ScriptedSession([snapshot(1), ended(3)], turn_time_s=8.0)
     runner = ScriptedRunner()
     play(session, runner, budget_s=100.0)
     assert runner.asked[0]["budget_s"] == 8.0 - remote_bot.NETWORK_MARGIN_S
@@ -337,7 +341,7 @@ def test_the_seed_seeds_each_decision_differently_and_replays():
 
     def seeds(seed: int) -> list[int]:
         runner = ScriptedRunner()
-        play(ScriptedSession([action(1), action(3), ended(5)]), runner, seed=seed)
+        play(ScriptedSession([snapshot(1), action(3), ended(5)]), runner, seed=seed)
         return [a["seed"] for a in runner.asked]
 
     first = seeds(7)
@@ -346,7 +350,7 @@ def test_the_seed_seeds_each_decision_differently_and_replays():
 
 @pytest.mark.parametrize("verbose", [False, True])
 def test_verbose_prints_every_action_submitted(verbose, capsys):
-    play(ScriptedSession([action(1), ended(3)]), verbose=verbose)
+    play(ScriptedSession([snapshot(1), ended(3)]), verbose=verbose)
     assert capsys.readouterr().out == (f"seq 1: {LEGAL[0]}\n" if verbose else "")
 
 
