@@ -304,7 +304,7 @@ class TableRefused(ValueError):
 
 def _option(text: str) -> tuple[str, str | int | bool]:
     name, sep, raw = text.partition("=")
-    if not sep:
+    if not sep or not name:  # "=300": no option has no name (the engine refused it once started)
         raise TableRefused(f"--option wants name=value, not {text!r}")
     if raw in ("true", "false"):
         return name, raw == "true"

@@ -333,6 +333,7 @@ def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeyp
     (["--game", "georgian_joker", "--opponents", "random,random"],
      "--opponents: georgian_joker has 4 seats: give one bot name (it plays every other seat) or 3, comma-separated"),
     (["--game", "klaberjass", "--option", "kl_target_score"], "--option wants name=value, not 'kl_target_score'"),
+    (["--game", "klaberjass", "--option", "=300"], "--option wants name=value, not '=300'"),
     (["--game", "klaberjass", "--option", f"kl_target_score={2**63}"],
      f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
     (["--game", "georgian_joker", "--plugin", "tests.plugins.klaberjass_only", "--bot", "klaberjass-only"],
