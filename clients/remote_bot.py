@@ -52,12 +52,14 @@ from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginS
                                             load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
-from engine_service.rules.errors import UnknownGame
+from engine_service.rules.errors import InvalidOptions, UnknownGame
+from engine_service.rules.game import Game
+from engine_service.rules.options import BOOL, INT, check_new_options
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, option_value, refuse_with_match, struct_value, target_arg,
+                               TableOptionAction, refuse_with_match, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
 
@@ -302,27 +304,42 @@ class TableRefused(ValueError):
     """A new match's --seat, --opponents or --option that cannot make one (a usage error)."""
 
 
-def _option(text: str) -> tuple[str, str | int | bool]:
-    name, sep, raw = text.partition("=")
-    if not sep or not name:  # "=300": no option has no name (the engine refused it once started)
-        raise TableRefused(f"--option wants name=value, not {text!r}")
-    if raw in ("true", "false"):
-        return name, raw == "true"
-    try:
-        value = int(raw)
-    except ValueError:
-        return name, raw
-    try:
-        option_value(value)  # within the API's int64
-    except ValueError as exc:
-        raise TableRefused(f"--option {name}: {exc}") from None
-    return name, value
+def _options(texts: Sequence[str], game: Game) -> dict[str, str | int | bool]:
+    """``--option name=value`` typed by the game's table options in this client's rules core
+    (as ``clients.play`` types them by ListGames): a bool is ``true`` or ``false`` in any case,
+    an int an integer; a name the game has not, a value it does not allow or no ``=`` is a
+    usage error, before any engine (the engine refused them once started, exit 1)."""
+    specs = {spec.name: spec for spec in game.option_specs}
+    options: dict[str, str | int | bool] = {}
+    for text in texts:
+        name, sep, raw = text.partition("=")
+        if not sep or not name:  # "=300": no option has no name (the engine refused it once started)
+            raise TableRefused(f"--option wants name=value, not {text!r}")
+        spec = specs.get(name)
+        if spec is None:
+            raise TableRefused(f"--option {name}: {game.id} has no such option (options: "
+                               f"{', '.join(sorted(specs)) or 'none'})")
+        value: str | int | bool = raw
+        if spec.kind == BOOL and raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        elif spec.kind == INT:
+            try:
+                value = int(raw)
+            except ValueError:
+                pass  # refused below, with what the option allows
+        try:
+            check_new_options(game.option_specs, {name: spec.check(value)})
+        except InvalidOptions as exc:
+            raise TableRefused(f"--option {exc}") from None
+        options[name] = value
+    return options
 
 
-def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str | None], dict[str, Any]]:
+def new_table(args: argparse.Namespace, game: Game) -> tuple[int, list[str | None], dict[str, Any]]:
     """The bot's seat, the seats of a new match (None: the bot's) and its options, from
     ``--seat``, ``--opponents`` and ``--option``; TableRefused names what cannot make one.
     Asked before an engine is started or reached (main), and again by :func:`open_seat`."""
+    num_seats = game.num_seats
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < num_seats:
         # checked before the match exists: list.insert put the bot's seat last for a seat past
@@ -337,14 +354,14 @@ def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str |
                            f"plays every other seat) or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
-    return me, seats, dict(_option(o) for o in args.option or ())
+    return me, seats, _options(args.option or (), game)
 
 
-async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
+async def open_seat(client: Client, args: argparse.Namespace, game: Game) -> SeatSession:
     if args.match:
         return await client.join(args.match, seat=args.seat, player_name=args.name)
     try:
-        me, seats, options = new_table(args, num_seats)
+        me, seats, options = new_table(args, game)
     except TableRefused as exc:
         raise SystemExit(str(exc)) from None
     summary = await client.create_match(args.game, options=options, seats=seats, turn_time_s=args.turn_time or 0.0,
@@ -394,7 +411,7 @@ async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int
                              "rules do not have: the bot cannot play it here") from None
         if not catalog.plays(args.bot, game_id):
             raise SystemExit(f"bot {args.bot!r} does not play {game_id}")
-        session = await open_seat(client, args, game.num_seats)
+        session = await open_seat(client, args, game)
         final, stats = await play_seat(session, runner, args.bot, game_id, budget_s=args.budget_ms / 1000.0,
                                        seed=args.seed, verbose=args.verbose)
     result = json_format.MessageToDict(final.result) if final.HasField("result") else {}
@@ -460,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except UnknownGame as exc:
             parser.error(f"--game: {exc}")
         try:  # likewise: they were refused once an engine of its own had been started
-            new_table(args, game.num_seats)
+            new_table(args, game)
         except TableRefused as exc:
             parser.error(str(exc))
     try:

@@ -242,7 +242,7 @@ def test_one_opponent_name_plays_every_other_seat(engine, opponents, seats):
     async def go():
         async with connect(engine.target) as client:
             await client.wait_ready()
-            session = await remote_bot.open_seat(client, args, 4)
+            session = await remote_bot.open_seat(client, args, get_game("georgian_joker"))
             summary = await client.get_match(session.match_id)
             return session.seat, [s.bot for s in summary.seats]
 
@@ -255,7 +255,7 @@ def test_a_wrong_number_of_opponents_is_refused():
                                                  "--opponents", "random,random"])
     with pytest.raises(SystemExit, match=r"--opponents: georgian_joker has 4 seats: "
                                          r"give one bot name \(it plays every other seat\) or 3,"):
-        asyncio.run(remote_bot.open_seat(None, args, 4))
+        asyncio.run(remote_bot.open_seat(None, args, get_game("georgian_joker")))
 
 
 @pytest.mark.parametrize("seat", ["7", "-1"])
@@ -270,7 +270,7 @@ def test_a_seat_off_the_table_is_refused_before_a_match_is_created(seat):
             raise AssertionError("a match was created for a seat it does not have")
 
     with pytest.raises(SystemExit, match=f"--seat {seat}: japanese_joker has seats 0 to 1"):
-        asyncio.run(remote_bot.open_seat(NoCreate(), args, 2))
+        asyncio.run(remote_bot.open_seat(NoCreate(), args, get_game("japanese_joker")))
 
 
 @pytest.mark.parametrize("target", [["--target", "127.0.0.1:1"], []])
@@ -335,7 +335,10 @@ def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeyp
     (["--game", "klaberjass", "--option", "kl_target_score"], "--option wants name=value, not 'kl_target_score'"),
     (["--game", "klaberjass", "--option", "=300"], "--option wants name=value, not '=300'"),
     (["--game", "klaberjass", "--option", f"kl_target_score={2**63}"],
-     f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
+     f"--option option 'kl_target_score': invalid value {2**63}; allowed: an integer >= 1"),
+    (["--game", "klaberjass", "--option", "nosuch=5"], "--option nosuch: klaberjass has no such option (options: "),
+    (["--game", "japanese_joker", "--option", "target_score=12"],
+     "--option option 'target_score': invalid value 12; allowed: 21, 11, 15, 31"),
     (["--game", "georgian_joker", "--plugin", "tests.plugins.klaberjass_only", "--bot", "klaberjass-only"],
      "--bot 'klaberjass-only' does not play georgian_joker"),
     (["--match", "M1", "--bot", "nosuch"], "--bot 'nosuch': no installed bot has this name (installed: heuristic, "),

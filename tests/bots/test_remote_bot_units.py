@@ -519,14 +519,36 @@ def parsed(*argv: str):
 def test_a_new_matchs_seats(argv, me, seats):
     """docs/bots.md: --opponents names the other seats' bots, one for all of them or one per
     seat in seat order; the bot takes --seat (0 by default)."""
-    got_me, got_seats, options = remote_bot.new_table(parsed("--game", "georgian_joker", *argv), 4)
+    got_me, got_seats, options = remote_bot.new_table(parsed("--game", "georgian_joker", *argv), get_game("georgian_joker"))
     assert (got_me, got_seats, options) == (me, seats, {})
 
 
 def test_a_new_matchs_options_are_typed():
-    args = parsed("--game", "jojotte", "--option", "a=true", "--option", "b=false", "--option", "c=-300",
-                  "--option", "d=first")
-    assert remote_bot.new_table(args, 2)[2] == {"a": True, "b": False, "c": -300, "d": "first"}
+    """By the game's table options in this client's rules core, as clients.play types them by
+    ListGames: a bool in any case, an int option's value an int, an enum's the string."""
+    args = parsed("--game", "klaberjass", "--option", "kl_schmeiss=True", "--option", "kl_must_overtrump=false",
+                  "--option", "kl_target_score=300", "--option", "kl_bella_order=any")
+    assert remote_bot.new_table(args, get_game("klaberjass"))[2] == {
+        "kl_schmeiss": True, "kl_must_overtrump": False, "kl_target_score": 300, "kl_bella_order": "any"}
+
+
+@pytest.mark.parametrize("option, says", [
+    ("nosuch=5", "--option nosuch: klaberjass has no such option (options: kl_bella_announcement, kl_bella_order, "),
+    ("kl_schmeiss=yes", "--option option 'kl_schmeiss': invalid value \"yes\"; allowed: true, false"),
+    ("kl_target_score=0", "--option option 'kl_target_score': invalid value 0; allowed: an integer >= 1"),
+    ("kl_target_score=soon", "--option option 'kl_target_score': invalid value \"soon\"; allowed: an integer >= 1"),
+    (f"kl_target_score={2**63}", f"--option option 'kl_target_score': invalid value {2**63}; allowed: an integer >= 1"),
+    ("kl_bella_order=never", "--option option 'kl_bella_order': invalid value \"never\"; allowed: \"queen_first\""),
+    ("=300", "--option wants name=value, not '=300'"),
+])
+def test_an_option_the_game_does_not_allow_is_refused_by_name(option, says):
+    """An option the game has not, or a value it does not allow, was sent to the engine and
+    refused there (exit 1, after an engine was started or reached): a usage error now, named
+    with what the option allows (the rules core's own wording)."""
+    args = parsed("--game", "klaberjass", "--option", option)
+    with pytest.raises(remote_bot.TableRefused) as info:
+        remote_bot.new_table(args, get_game("klaberjass"))
+    assert str(info.value).startswith(says), str(info.value)
 
 
 class Lobby:
@@ -548,7 +570,7 @@ def test_it_creates_the_table_asked_for_and_takes_its_seat(capsys):
     lobby = Lobby()
     args = parsed("--game", "japanese_joker", "--seat", "1", "--opponents", "search", "--option", "target_score=11",
                   "--turn-time", "30", "--name", "ada")
-    assert asyncio.run(remote_bot.open_seat(lobby, args, 2)) == "session"
+    assert asyncio.run(remote_bot.open_seat(lobby, args, get_game("japanese_joker"))) == "session"
     assert lobby.calls == [
         ("create_match", "japanese_joker", {"options": {"target_score": 11}, "seats": ["search", None],
                                             "turn_time_s": 30.0, "name": "heuristic (remote)"}),
@@ -561,7 +583,7 @@ def test_it_joins_the_match_asked_for_in_the_seat_asked_for(argv, seat):
     """--match joins that match, in --seat or the first open one, under --name (default
     "remote bot")."""
     lobby = Lobby()
-    asyncio.run(remote_bot.open_seat(lobby, parsed("--match", "M7", *argv), 2))
+    asyncio.run(remote_bot.open_seat(lobby, parsed("--match", "M7", *argv), get_game("japanese_joker")))
     assert lobby.calls == [("join", "M7", {"seat": seat, "player_name": "remote bot"})]
 
 
