@@ -576,3 +576,35 @@ def test_a_reveal_replays_the_match_under_its_own_options():
     check_reveals(reveals, final.deal_commitments)
     deal = reveals[-1]
     assert view["table"]["info_card"] == deal.cards[19] and not deal.cards[31]
+
+
+def test_a_reveal_replays_the_match_once_and_off_the_event_loop(monkeypatch):
+    """The cards a reveal opens come from a replay of the whole match (LiveMatch.shown_cards):
+    it runs in a worker thread, so that a long match's replay does not stall every other
+    match's calls on the event loop, and once per match (``shown`` keeps it: the match is
+    over, the cards the table saw can no longer change), however often the reveal is asked."""
+    import threading
+
+    from engine_service.sessions.match import LiveMatch
+
+    replays = []
+    replay = LiveMatch.shown_cards
+
+    def counted(self):
+        replays.append(threading.current_thread() is threading.main_thread())
+        return replay(self)
+
+    monkeypatch.setattr(LiveMatch, "shown_cards", counted)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            await play_random(mgr, match_id, ps, random.Random(2), max_actions=5)
+            await mgr.terminate_match(match_id, "test")
+            first = await mgr.reveal_deals(match_id, ps[0])
+            return first, await mgr.reveal_deals(match_id, ADMIN), await mgr.get_match(match_id)
+
+    first, again, summary = run(go())
+    assert replays == [False]  # one replay, not on the event loop's (main) thread
+    assert first == again
+    check_reveals(first, summary.deal_commitments)

@@ -237,14 +237,18 @@ def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     assert recent_stored is not None and recent_stored.record.status == "finished" and recent in held
 
 
-def test_a_failed_pass_is_logged_and_the_next_one_runs():
+@pytest.mark.parametrize("error", [StoreError, RuntimeError])
+def test_a_failed_pass_is_logged_and_the_next_one_runs(error):
+    """docs/operations.md, ``prune_failed``: a failed retention pass is logged and the next one
+    runs as planned, whatever failed it: the database (StoreError) or a bug (RuntimeError),
+    after which a loop catching StoreError alone would prune no more."""
     class FailsOnce(MemoryStore):
         failures = 0
 
         async def prune_finished(self, ended_before, limit=100):
             if not self.failures:
                 self.failures += 1
-                raise StoreError("the database is unreachable")
+                raise error("the database is unreachable")
             return await super().prune_finished(ended_before, limit)
 
     store, metrics = FailsOnce(), Metrics()
@@ -260,7 +264,8 @@ def test_a_failed_pass_is_logged_and_the_next_one_runs():
     failed = [e for e in logs if e["event"] == "prune_failed"]
     assert len(failed) == 1 and failed[0]["log_level"] == "error"
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["prune_failed"]  # once
-    assert "unreachable" in failed[0]["error"] and metrics.value(PRUNED) == 1
+    assert "unreachable" in failed[0]["error"] and failed[0]["error_type"] == error.__name__
+    assert metrics.value(PRUNED) == 1
 
 
 def test_the_drain_waits_for_a_batch_in_flight_before_the_store_closes():

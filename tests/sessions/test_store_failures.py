@@ -129,7 +129,9 @@ def test_a_store_outage_on_reads_is_unavailable_not_internal():
     """Section 5's error table: a store failure is UNAVAILABLE (retryable, reason
     STORE_UNAVAILABLE) for reads as it is for writes. A match read back from the store
     (GetView, GetMatch, WatchMatch of a match not held in memory) and ListMatches used to let
-    the raw StoreError escape, which the transport reports as INTERNAL."""
+    the raw StoreError escape, which the transport reports as INTERNAL. The store's own
+    message goes to the log instead: ``store_read_failed`` with the read's ``operation`` and
+    ``error_type`` (docs/operations.md, the log events' table)."""
     store = FailingReads()
 
     async def go():
@@ -139,19 +141,24 @@ def test_a_store_outage_on_reads_is_unavailable_not_internal():
             assert mgr.evict_finished() == 1  # now only in the store
             store.broken = True
             errors = []
-            for call in (lambda: mgr.get_match(match_id),
-                         lambda: mgr.get_view(match_id, Principal("spectator", match_id)),
-                         lambda: collect(mgr.watch(match_id, Principal("spectator", match_id), 0)),
-                         lambda: mgr.list_matches()):
-                try:
-                    await call()
-                except Exception as exc:  # noqa: BLE001 - inspected below
-                    errors.append(exc)
+            with capture_logs() as logs:
+                for call in (lambda: mgr.get_match(match_id),
+                             lambda: mgr.get_view(match_id, Principal("spectator", match_id)),
+                             lambda: collect(mgr.watch(match_id, Principal("spectator", match_id), 0)),
+                             lambda: mgr.list_matches()):
+                    try:
+                        await call()
+                    except Exception as exc:  # noqa: BLE001 - inspected below
+                        errors.append(exc)
             store.broken = False
             summary = await mgr.get_match(match_id)  # works again once the store is back
-            return errors, summary
+            return errors, summary, logs
 
-    errors, summary = run(go())
+    errors, summary, logs = run(go())
+    read_failures = [e for e in logs if e["event"] == "store_read_failed"]
+    assert [(e["log_level"], e["operation"], e["error_type"]) for e in read_failures] \
+        == [("error", "load_match", "StoreError")] * 3 + [("error", "list_matches", "StoreError")]
+    assert all("unreachable" in e["error"] for e in read_failures)
     assert len(errors) == 4
     for exc in errors:
         assert isinstance(exc, SessionError), repr(exc)
