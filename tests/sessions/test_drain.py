@@ -182,6 +182,29 @@ def test_a_write_that_reaches_the_manager_after_the_drain_began_is_refused_clean
     assert token_hash == ""
 
 
+def test_a_submit_after_the_drain_began_is_refused_before_it_reads_anything():
+    """docs/operations.md, the drain: a new SubmitAction gets UNAVAILABLE / DRAINING. It is
+    refused before its match is read: a match not in memory is not loaded from a store about
+    to close, and the refusal is DRAINING whoever asks (a spectator's call too, not the
+    Unauthenticated its principal would get from a running service)."""
+    store = GatedLoads()
+
+    async def go():
+        match_id, ps = await _stored_but_not_loaded(store)
+        async with manager(store=store) as mgr:
+            await mgr.drain()
+            store.gate = asyncio.Event()  # counts the reads from here (none may wait at it)
+            store.gate.set()
+            outcomes = [(await asyncio.gather(mgr.submit_action(match_id, who, "pass", None),
+                                              return_exceptions=True))[0]
+                        for who in (ps[0], Principal("spectator", match_id))]
+            return outcomes, store.loading, match_id in mgr.match_ids()
+
+    outcomes, loads, held = run(go())
+    assert [(type(o), getattr(o, "reason", None)) for o in outcomes] == [(Unavailable, "DRAINING")] * 2
+    assert loads == 0 and not held
+
+
 def test_a_match_being_read_when_the_service_closes_is_read_before_the_store_closes():
     """Reads go on while draining. A GetView of a match not in memory was reading it (a load
     may also write the deck of a deal that was due, or the end of a finished log) when
