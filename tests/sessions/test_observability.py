@@ -612,3 +612,38 @@ def test_a_finished_match_read_back_from_the_store_is_not_counted_active():
     assert run(go()) == ("terminated", True)
     assert {status: metrics.value("cardgames_matches_active", {"game": "klaberjass", "status": status})
             for status in ("waiting", "active", "terminated")} == {"waiting": 0, "active": 0, "terminated": 0}
+
+
+def test_a_write_whose_caller_went_away_logs_a_failure_and_no_normal_answer():
+    """A write runs to its end when its caller goes away (manager._uninterrupted); what it
+    ends with is then nobody's to read. A failure (a bug, here a RuntimeError) is logged
+    ``session_write_failed`` with its error and type (docs/operations.md, the error events);
+    a session or a rules error is a normal answer (UNAVAILABLE, ILLEGAL_ACTION) and logs
+    nothing, or every client that gave up on an illegal move would raise an error line."""
+    from engine_service.rules.errors import IllegalAction
+    from engine_service.sessions.api import Unavailable
+    from engine_service.sessions.manager import _uninterrupted
+
+    async def go():
+        writes: set[asyncio.Task] = set()
+        with capture_logs() as logs:
+            for error in (Unavailable("try again", reason="STORE_UNAVAILABLE"),
+                          IllegalAction("not a legal action"), RuntimeError("a bug in the write")):
+                gate = asyncio.Event()
+
+                async def write(gate=gate, error=error):
+                    await gate.wait()
+                    raise error
+
+                caller = asyncio.ensure_future(_uninterrupted(write(), "write-m", writes))
+                await until(lambda: writes)  # the write runs
+                caller.cancel()  # the client went away
+                with pytest.raises(asyncio.CancelledError):
+                    await caller
+                gate.set()
+                await until(lambda: not writes)  # the write ended, its outcome consumed
+        return logs
+
+    logs = run(go())
+    assert [(e["event"], e["log_level"], e["error"], e["error_type"]) for e in logs] == [
+        ("session_write_failed", "error", "a bug in the write", "RuntimeError")]
