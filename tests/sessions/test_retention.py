@@ -486,3 +486,34 @@ def test_retention_runs_one_pass_at_start_up_and_the_next_after_prune_interval_s
         return store.passes
 
     assert run(go()) == 1
+
+
+def test_no_retention_keeps_every_ended_match_forever():
+    """docs/operations.md, ``--keep-finished-days``: the default 0 keeps the ended matches
+    forever. No pruner runs (no ``sessions-pruner`` task, no ``retention_enabled`` line): a
+    pruner started for 0 deleted, at start-up and at every pass, every match ended before
+    the moment of the pass (0 days ago)."""
+    class Counted(MemoryStore):
+        passes = 0
+
+        async def prune_finished(self, ended_before, limit=100):
+            self.passes += 1
+            return await super().prune_finished(ended_before, limit)
+
+    store = Counted()
+
+    async def go():
+        async with manager(config(keep_finished_days=0), store=store) as mgr:
+            ended, _ = await ended_match(mgr)
+        with capture_logs() as logs:
+            async with manager(config(keep_finished_days=0, prune_interval_s=0.01), store=store):
+                tasks = {t.get_name() for t in asyncio.all_tasks()}
+                for _ in range(20):  # a pruner's passes would have run meanwhile
+                    await asyncio.sleep(0.002)
+                stored = await store.load_match(ended)
+        return tasks, logs, stored
+
+    tasks, logs, stored = run(go())
+    assert "sessions-sweeper" in tasks and "sessions-pruner" not in tasks
+    assert not [e for e in logs if e["event"] == "retention_enabled"]
+    assert store.passes == 0 and stored is not None and stored.record.status == "finished"
