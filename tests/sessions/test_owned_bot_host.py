@@ -22,7 +22,8 @@ class Host:
     """Stands for :class:`engine_service.plugins.host.BotHost`: one bot, ``random``, that
     plays every game; counts its closes."""
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, **settings: object) -> None:
+        self.settings = settings  # what the manager made it with
         self.closed = 0
 
     def warm(self) -> None:
@@ -90,6 +91,22 @@ def test_close_closes_the_bot_host_the_manager_made_once(made):
 
     assert run(go()) == ["random"]
     assert [h.closed for h in made] == [1]
+
+
+def test_the_bot_host_is_made_with_the_service_settings(made):
+    """docs/operations.md: ``--bot-workers`` and ``--bot-plugin-load-timeout-s`` are the
+    engine's, so the bot host the manager makes gets them (and the manager's metrics): made
+    without ``load_timeout_s``, it kept its own 30 s whatever the operator set."""
+    metrics = Metrics()
+
+    async def go():
+        mgr = MatchManager(config(bot_workers=3, bot_plugin_load_timeout_s=7.5), store=MemoryStore(),
+                           metrics=metrics)
+        await mgr.start()
+        await mgr.close()
+
+    run(go())
+    assert [h.settings for h in made] == [{"workers": 3, "metrics": metrics, "load_timeout_s": 7.5}]
 
 
 class FailsToClose(MemoryStore):
