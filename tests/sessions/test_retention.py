@@ -465,18 +465,21 @@ def test_a_sweep_pass_that_fails_is_logged_and_the_sweeper_goes_on():
         ("error", "a bug in one pass", "RuntimeError")]
 
 
+class _CountingPasses(MemoryStore):
+    """A store that counts the pruner's passes."""
+
+    passes = 0
+
+    async def prune_finished(self, ended_before, limit=100):
+        self.passes += 1
+        return await super().prune_finished(ended_before, limit)
+
+
 def test_retention_runs_one_pass_at_start_up_and_the_next_after_prune_interval_s():
     """The pruner runs a pass when the service starts, then waits ``prune_interval_s``
     between passes: an hour's interval means no second pass while the service runs briefly
     (a pruner that did not wait would query the store back to back)."""
-    class Counted(MemoryStore):
-        passes = 0
-
-        async def prune_finished(self, ended_before, limit=100):
-            self.passes += 1
-            return await super().prune_finished(ended_before, limit)
-
-    store = Counted()
+    store = _CountingPasses()
 
     async def go():
         async with manager(config(keep_finished_days=1.0, prune_interval_s=3600.0), store=store):
@@ -493,14 +496,7 @@ def test_no_retention_keeps_every_ended_match_forever():
     forever. No pruner runs (no ``sessions-pruner`` task, no ``retention_enabled`` line): a
     pruner started for 0 deleted, at start-up and at every pass, every match ended before
     the moment of the pass (0 days ago)."""
-    class Counted(MemoryStore):
-        passes = 0
-
-        async def prune_finished(self, ended_before, limit=100):
-            self.passes += 1
-            return await super().prune_finished(ended_before, limit)
-
-    store = Counted()
+    store = _CountingPasses()
 
     async def go():
         async with manager(config(keep_finished_days=0), store=store) as mgr:
