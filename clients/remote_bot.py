@@ -54,7 +54,7 @@ from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
 from engine_service.rules.errors import InvalidOptions, UnknownGame
 from engine_service.rules.game import Game
-from engine_service.rules.options import BOOL, INT, check_new_options
+from engine_service.rules.options import BOOL, INT
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
@@ -328,7 +328,7 @@ def _options(texts: Sequence[str], game: Game) -> dict[str, str | int | bool]:
             except ValueError:
                 pass  # refused below, with what the option allows
         try:
-            check_new_options(game.option_specs, {name: spec.check(value)})
+            spec.check_new(value)
         except InvalidOptions as exc:
             raise TableRefused(f"--option {exc}") from None
         options[name] = value
