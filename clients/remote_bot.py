@@ -447,7 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="remote bot", help="player name")
     p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
                    help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the bot's choices, with each view's seq (default 0; not the engine's decks)")
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--verbose", action="store_true", help="print every action submitted")
     p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "

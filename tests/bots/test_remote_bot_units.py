@@ -337,15 +337,16 @@ def test_the_matchs_turn_timer_bounds_a_view_without_a_deadline():
 
 def test_the_seed_seeds_each_decision_differently_and_replays():
     """docs/bots.md: remote_bot's --seed seeds the bot's choices (``rng``: a seed replays a
-    match): the same seed gives the same seeds, another seed others, each decision its own."""
+    match): each decision's seed is --seed times 1,000,003 plus the view's seq, so the same seed
+    gives the same seeds, another seed others, each decision its own."""
 
     def seeds(seed: int) -> list[int]:
         runner = ScriptedRunner()
         play(ScriptedSession([snapshot(1), action(3), ended(5)]), runner, seed=seed)
         return [a["seed"] for a in runner.asked]
 
-    first = seeds(7)
-    assert first == seeds(7) and len(set(first)) == 2 and set(first).isdisjoint(seeds(8))
+    assert seeds(7) == [7 * 1_000_003 + 1, 7 * 1_000_003 + 3]
+    assert seeds(0) == [1, 3] and set(seeds(7)).isdisjoint(seeds(8))
 
 
 @pytest.mark.parametrize("verbose", [False, True])
