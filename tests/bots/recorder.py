@@ -5,11 +5,13 @@ from engine_service.plugins import BotSpec, hookimpl
 
 BUDGETS: list[float] = []
 CALLBACKS: list[tuple] = []  # (callback, phase, deal_number, over, number of deal results)
+DRAWS: list[int] = []  # the first 64 bits each decision's rng gave
 
 
 class Recorder:
     def decide(self, request):
         BUDGETS.append(request.budget_s)
+        DRAWS.append(request.rng.getrandbits(64))
         return request.legal[0]
 
     def on_deal_end(self, view):
@@ -21,6 +23,25 @@ class Recorder:
                           len(view["deal_results"])))
 
 
+class RaisingCallbacks:
+    """Plays the first legal action; every optional callback raises (docs/bots.md: a
+    callback's failure never stops the match)."""
+
+    def decide(self, request):
+        return request.legal[0]
+
+    def on_match_start(self, game_id, seat, view):
+        raise ValueError("on_match_start")
+
+    def on_deal_end(self, view):
+        raise ValueError("on_deal_end")
+
+    def on_match_end(self, view):
+        raise ValueError("on_match_end")
+
+
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("recorder", lambda game_id: Recorder(), description="records its budgets")]
+    return [BotSpec("recorder", lambda game_id: Recorder(), description="records its budgets"),
+            BotSpec("raising_callbacks", lambda game_id: RaisingCallbacks(),
+                    description="its callbacks raise")]

@@ -55,6 +55,31 @@ def test_summary_of_duplicate_boards():
     assert bb.failures == {"illegal": 1}
 
 
+def test_a_tie_at_the_top_splits_the_win_and_a_win_rate_stays_within_0_and_1():
+    """The module's docstring: a bot wins a board when its S is the highest, a tie at the top
+    splits the win; a win rate is a share of boards, so its interval is cut at 0 and 1."""
+    cfg = ArenaConfig(game="japanese_joker", bots=("a", "b"), deals=4)
+
+    def board(i: int, a: float, b: float) -> dict:
+        return {"board": i, "rotations": [{"seats": ["a", "b"], "scores": [a, b], "times": {}, "failures": {}}]}
+
+    report = summarize(cfg, [board(0, 9, 1), board(1, 8, 2), board(2, 7, 3), board(3, 5, 5)], 1.0)
+    a, b = report.bots
+    assert a.win_rate.mean == pytest.approx(0.875) and b.win_rate.mean == pytest.approx(0.125)
+    assert a.win_rate.high == 1.0 and b.win_rate.low == 0.0  # unclamped: 1.12 and -0.12
+    assert 0.0 < a.win_rate.low < a.win_rate.mean and b.win_rate.mean < b.win_rate.high < 1.0
+
+
+def test_a_score_difference_is_against_the_mean_of_the_other_bots():
+    """The module's docstring: a bot's score difference on a board is its S minus the mean S
+    of the other bots (three bots around Georgian Joker's four seats)."""
+    cfg = ArenaConfig(game="georgian_joker", bots=("a", "b", "c"), deals=1)
+    board = {"board": 0, "rotations": [{"seats": ["a", "b", "c", "a"], "scores": [10.0, 4.0, 1.0, 10.0],
+                                        "times": {}, "failures": {}}]}
+    diffs = {s.name: s.score_diff.mean for s in summarize(cfg, [board], 1.0).bots}
+    assert diffs == {"a": 10.0 - 2.5, "b": 4.0 - 5.5, "c": 1.0 - 7.0}
+
+
 def test_a_run_is_repeatable_and_writes_transcripts_that_replay(tmp_path):
     cfg = ArenaConfig(game="klaberjass", bots=("heuristic", "random"), deals=6, seed=4,
                       out=str(tmp_path / "a"), progress=False)
@@ -122,6 +147,63 @@ def test_the_deal_end_callbacks_get_the_documented_views(game_id, deals, between
                         for phase, number, over, results in ends), ends
 
 
+def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
+    """The module's docstring: ``--seed`` fixes every bot's RNG, so a seeded bot repeats
+    exactly; each decision is seeded apart (one seed for every step of a board gave a bot the
+    same draws at each of its turns)."""
+    from tests.bots import recorder
+
+    def draws(seed: int) -> list[int]:
+        recorder.DRAWS.clear()
+        run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=1, seed=seed,
+                              progress=False, plugins=("tests.bots.recorder",)))
+        return list(recorder.DRAWS)
+
+    first = draws(1)
+    assert len(first) > 10 and len(set(first)) == len(first)
+    assert draws(1) == first and set(draws(2)).isdisjoint(first)
+
+
+def test_a_bot_whose_callbacks_or_factory_raise_does_not_stop_the_arena():
+    """docs/bots.md: a callback's failure never stops the match (the Bot protocol), and a bot
+    its factory cannot make plays every decision as a counted failure, by the auto-move."""
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("raising_callbacks", "bad-factory"), deals=2,
+                                   seed=1, progress=False,
+                                   plugins=("tests.bots.recorder", "tests.plugins.bad_bots")))
+    by = {b.name: b for b in report.bots}
+    assert by["raising_callbacks"].failures == {} and by["raising_callbacks"].decisions > 0
+    assert sum(by["bad-factory"].failures.values()) == by["bad-factory"].decisions > 0
+
+
+def test_each_board_draws_its_first_dealer_from_the_seed(tmp_path):
+    """The module's docstring: a board is a deck and a first dealer drawn from the seed, the
+    same in every rotation (seat 0 dealing every board gave one seat every first lead)."""
+    run_arena(ArenaConfig(game="japanese_joker", bots=("random", "heuristic"), deals=6, seed=1,
+                          out=str(tmp_path), progress=False))
+    dealers = [[json.loads((tmp_path / f"japanese_joker-board{b:06d}-r{r}.json").read_text())["first_dealer"]
+                for r in (0, 1)] for b in range(6)]
+    assert all(r0 == r1 for r0, r1 in dealers) and {r0 for r0, _ in dealers} == {0, 1}
+
+
+@pytest.mark.parametrize("schedule, deals", [("standard", 24), ("nines", 16)])
+def test_georgian_joker_boards_cycle_through_the_deals_of_one_match(schedule, deals):
+    """The module's docstring: board i is deal i mod L of the match, L its deals (GJ-2.4: 24,
+    GJ-2.5: 16 with ``nines``)."""
+    assert arena.match_length("georgian_joker", {"deal_schedule": schedule}) == deals
+
+
+def test_the_lines_recorded_while_loading_are_those_logged_meanwhile_only():
+    """What the parent said while it loaded the plugins (each worker drops those lines): the
+    recording ends with the loading, the log set-up as it was."""
+    import structlog
+    before = structlog.get_config()["processors"]
+    with arena._recording_logs() as said:
+        structlog.get_logger("arena-test").error("while loading")
+    structlog.get_logger("arena-test").error("afterwards")
+    assert structlog.get_config()["processors"] == before
+    assert [json.loads(key)[1]["event"] for key in said] == ["while loading"]
+
+
 def test_a_bot_that_raises_a_base_exception_does_not_stop_the_arena():
     """A BaseException subclass of the bot's own (as asyncio.CancelledError) is an
     ``exception`` failure; it used to end the arena with a traceback naming the bot's hand."""
@@ -162,8 +244,30 @@ def test_command_line(tmp_path, capsys):
     assert "heuristic" in text and "score diff" in text and "win rate" in text
     data = json.loads(out.read_text())
     assert data["boards"] == 4 and {r["bot"] for r in data["results"]} == {"heuristic", "random"}
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:  # before any board, naming the bots there are
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
+    assert str(refused.value.code).startswith("arena: no installed bot 'nobody' plays 'klaberjass' (installed: ")
+
+
+def test_the_progress_bar_is_on_stderr_unless_no_progress(capsys):
+    """Without ``--no-progress`` a bar counts the boards on stderr (stdout is the report's)."""
+    argv = ["--game", "japanese_joker", "--bots", "random,heuristic", "--deals", "2", "--workers", "1"]
+    assert arena.main(argv) == 0
+    shown = capsys.readouterr()
+    assert "japanese_joker random,heuristic" in shown.err and "2/2" in shown.err
+    assert "2/2" not in shown.out
+    assert arena.main([*argv, "--no-progress"]) == 0
+    assert "2/2" not in capsys.readouterr().err
+
+
+def test_the_decision_times_are_the_percentiles_their_columns_name():
+    """The report's ``p50/p90/p99/max`` of the decisions' wall and CPU times, in ms."""
+    cfg = ArenaConfig(game="japanese_joker", bots=("a", "b"), deals=1)
+    spent = [i / 1000 for i in range(101)]  # 0 to 100 ms
+    board = {"board": 0, "rotations": [{"seats": ["a", "b"], "scores": [1.0, 0.0], "times": {"a": spent},
+                                        "cpu": {"a": spent[::-1]}, "failures": {}}]}
+    a = summarize(cfg, [board], 1.0).bots[0]
+    assert a.time_ms == a.cpu_ms == {"p50": 50.0, "p90": 90.0, "p99": 99.0, "max": 100.0}
 
 
 def test_fail_on_failures_exits_1_naming_the_failing_bots_and_0_without_failures(capsys):
@@ -239,6 +343,7 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--deals", "-3"], "--deals: must be at least 1"),
     (["--time-ms", "nan"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
+    (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
     (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
