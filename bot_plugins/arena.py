@@ -558,10 +558,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 allow_abbrev=False)
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
-    p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
+    p.add_argument("--deals", type=_positive_int, default=200,
+                   help="boards, each played in every rotation (default 200)")
     p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                    help="parallel processes (default: one per core)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the decks, the first dealers and the bots' RNGs (default 1)")
     p.add_argument("--options", type=_json_object, default={}, help="table options as a JSON object")
     p.add_argument("--time-ms", type=_milliseconds, default=200.0, help="per-decision budget told to bots")
     p.add_argument("--strict-time", action="store_true",

@@ -344,6 +344,7 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--time-ms", "nan"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
+    (["--bots", "random,heuristic,random"], "error: 3 bots for 2 seats"),
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
     (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
@@ -407,6 +408,34 @@ def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, mo
     assert arena._output_problem(str(out), directory=True) == "is not writable (permission denied)"
     assert arena._output_problem(str(parent / "new"), directory=True) == (
         f"cannot be made: {parent} is not writable (permission denied)")
+
+
+def test_an_existing_json_report_the_user_may_not_write_is_refused(tmp_path, monkeypatch):
+    """``--json`` naming a file that exists is overwritten, unless it cannot be written: said
+    before the first board, not after the run (permissions simulated: the tests may run as root)."""
+    report = tmp_path / "report.json"
+    report.write_text("{}")
+    writable = {report: True}
+    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True))
+    assert arena._output_problem(str(report), directory=False) is None
+    writable[report] = False
+    assert arena._output_problem(str(report), directory=False) == "cannot be written (permission denied)"
+
+
+def test_the_flags_defaults_and_the_bots_list(monkeypatch):
+    """docs/bots.md: ``--time-ms`` is 200 by default; ``--bots`` is comma-separated, spaces
+    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default."""
+    got = []
+
+    def run(config):
+        got.append(config)
+        return summarize(config, [], 0.0)
+
+    monkeypatch.setattr(arena, "run_arena", run)
+    assert arena.main(["--game", "klaberjass", "--bots", " random , heuristic,", "--no-progress"]) == 0
+    (config,) = got
+    assert config.bots == ("random", "heuristic")
+    assert (config.budget_s, config.deals, config.seed) == (0.2, 200, 1)
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
