@@ -867,3 +867,48 @@ def test_the_summary_reads_turn_time_spectators_and_options_as_the_proto_means_t
     timed.turn_time.FromSeconds(30)
     assert details(timed) == ("created 2026-01-02 03:04:05Z, turn time 30 s, spectators allowed, "
                               "options kl_schmeiss=True, kl_target_score=301")
+
+
+def test_a_refused_call_leaves_no_file_behind(capsys, monkeypatch, tmp_path):
+    """``-o FILE`` is made before the call (clients/admin.py PrivateFile: "written whole or
+    not at all"; docs/operations.md: "never half written"): when the engine refuses the call,
+    ``export`` and ``reissue-token`` leave neither FILE nor the new file beside it."""
+    engine, _ = stand_in(monkeypatch)
+    not_found = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no such match", reason="MATCH_NOT_FOUND")
+
+    async def refuse(*args):
+        raise not_found
+
+    monkeypatch.setattr(engine, "export_transcript", refuse, raising=False)
+    monkeypatch.setattr(engine, "reissue_seat_token", refuse, raising=False)
+    for args in (["export", "M1"], ["reissue-token", "M1", "0"]):
+        status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", *args, "-o", str(tmp_path / "out"))
+        assert (status, out) == (1, "") and err == "error: NOT_FOUND (MATCH_NOT_FOUND): no such match\n", (args, err)
+        assert list(tmp_path.iterdir()) == [], args
+
+
+def test_the_token_file_is_written_whole_where_no_space_can_be_set_aside(capsys, monkeypatch, tmp_path):
+    """``reissue-token -o FILE`` sets the file's space aside before the call; a file system
+    that cannot (posix_fallocate: EOPNOTSUPP, EINVAL, ENOSYS) still gets the file (PrivateFile,
+    "a file system that sets no space aside"), and a write the system takes in parts is
+    finished: the file holds the token and a newline, nothing of the space set aside."""
+    import errno
+
+    engine, _ = stand_in(monkeypatch, reissue=admin_pb2.ReissueSeatTokenResponse(seat=0, seat_token="n3w-t0ken"))
+    write = os.write
+
+    def a_byte_at_a_time(fd, data):
+        return write(fd, bytes(data[:1]))
+
+    out = tmp_path / "seat.token"
+    for unsupported in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+        def no_fallocate(fd, offset, length, unsupported=unsupported):
+            raise OSError(unsupported, os.strerror(unsupported))
+
+        monkeypatch.setattr(os, "posix_fallocate", no_fallocate, raising=False)
+        monkeypatch.setattr(os, "write", a_byte_at_a_time)
+        status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o", str(out))
+        monkeypatch.setattr(os, "write", write)
+        assert status == 0 and out.read_bytes() == b"n3w-t0ken\n", (unsupported, err)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600 and [p.name for p in tmp_path.iterdir()] == ["seat.token"]
+        out.unlink()
