@@ -755,16 +755,18 @@ def test_json_values_follow_the_documented_mapping():
 
 
 def an_inspection() -> admin_pb2.InspectMatchResponse:
-    """ada and bob in Klaberjass's auction, bob to act; seat 1 dealt first; three decks dealt."""
+    """ada and bob in Klaberjass's play, ada led K♦, bob to act; seat 1 dealt first; three decks dealt."""
     def cards(*codes: str) -> list:
         return [cards_pb2.Card(code=c) for c in codes]
 
     view = match_pb2.View(match_id="M1", seq=7, status=match_pb2.MATCH_STATUS_ACTIVE, game="klaberjass",
-                          phase="auction", dealer=0, to_act=1, legal_actions=[
-                              cards_pb2.Action(notation="pass", kind=cards_pb2.ACTION_KIND_PASS),
-                              cards_pb2.Action(notation="take", kind=cards_pb2.ACTION_KIND_TAKE)])
+                          phase="play", dealer=0, to_act=1, legal_actions=[
+                              cards_pb2.Action(notation="play:AD", kind=cards_pb2.ACTION_KIND_PLAY,
+                                               card=cards_pb2.Card(code="AD"))])
     view.deadline.FromMilliseconds(1767323105678)
     view.scores.totals.add(name="points", values=[10, 20])
+    view.scores.tricks_taken.extend([1, 0])
+    view.trick.plays.add(seat=0, card=cards_pb2.Card(code="KD"))
     return admin_pb2.InspectMatchResponse(
         match=a_summary(), view=view, first_dealer=1, decks=[{"cards": ["TH"]}, {"cards": ["AD"]}, {"cards": ["7S"]}],
         hands=[admin_pb2.SeatCards(seat=0, cards=cards("TH", "7S")), admin_pb2.SeatCards(seat=1)],
@@ -773,16 +775,18 @@ def an_inspection() -> admin_pb2.InspectMatchResponse:
 
 def test_inspect_shows_the_state_of_play_every_hand_and_zone(capsys, monkeypatch):
     """docs/operations.md, "Finding a stuck match": ``inspect`` shows the phase, whose turn it
-    is and its deadline, the scores and every hand; its help adds the legal actions of the
+    is and its deadline, the scores (the tricks taken this deal, match.proto Scores) and every
+    hand; its help adds the state of play (the trick on the table), the legal actions of the
     seat to act, the stock and other zones (the hands once: zone ``hand0`` is ada's hand). The
     first dealer (InspectMatchResponse.first_dealer) and the number of decks dealt are named."""
     engine, _ = stand_in(monkeypatch, inspect=an_inspection())
     status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1")
     assert status == 0 and engine.calls == [("inspect", "M1")]
     lines = out.splitlines()
-    assert ("phase auction, dealer ada, first dealer bob, to act: bob (deadline 2026-01-02T03:05:05.678Z)"
+    assert ("phase play, dealer ada, first dealer bob, to act: bob (deadline 2026-01-02T03:05:05.678Z)"
             in lines[3]), out
-    assert "legal actions: pass [pass], take [take]" in lines and "scores points: [10, 20]" in lines
+    assert lines[4:8] == ["legal actions: play A♦ [play:AD]", "scores points: [10, 20]",
+                          "tricks taken this deal: [1, 0]", "trick: ada: K♦"], out
     assert lines[-6:] == ["hands (hidden cards):", "  ada [2]: 10♥ 7♠", "  bob [0]: —", "zones:", "  stock [1]: A♦",
                           "decks dealt: 3 (inspect --json or export for the cards)"], out
 
