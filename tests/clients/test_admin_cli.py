@@ -916,3 +916,14 @@ def test_the_token_file_is_written_whole_where_no_space_can_be_set_aside(capsys,
         assert status == 0 and out.read_bytes() == b"n3w-t0ken\n", (unsupported, err)
         assert stat.S_IMODE(out.stat().st_mode) == 0o600 and [p.name for p in tmp_path.iterdir()] == ["seat.token"]
         out.unlink()
+
+
+def test_a_page_size_is_refused_from_the_first_number_an_int32_cannot_hold(capsys):
+    """admin.proto ListMatchesRequest.limit is an int32: 2147483647 is parsed, 2147483648 is
+    a usage error naming the flag (not protobuf's "Value out of range" traceback)."""
+    parser = admin_cli.build_parser()
+    assert parser.parse_args(["list", "--limit", "2147483647"]).limit == 2**31 - 1
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args(["list", "--limit", "2147483648"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "argument --limit: 2147483648 is beyond the API's 32-bit integers" in err, err
