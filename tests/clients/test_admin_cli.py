@@ -927,3 +927,17 @@ def test_a_page_size_is_refused_from_the_first_number_an_int32_cannot_hold(capsy
         parser.parse_args(["list", "--limit", "2147483648"])
     err = capsys.readouterr().err
     assert refused.value.code == 2 and "argument --limit: 2147483648 is beyond the API's 32-bit integers" in err, err
+
+
+def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch):
+    """``--admin-token-file -`` reads standard input up to the token limit (read_token: "the
+    file is read up to TOKEN_LIMIT"), so ``< /dev/zero`` or a stream that never ends is a
+    usage error, not a read that fills the memory or never returns."""
+    class Endless:
+        def read(self, size: int = -1) -> str:
+            assert size >= 0, "standard input was read to its end"
+            return "a" * size
+
+    monkeypatch.setattr(sys, "stdin", Endless())
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--admin-token-file", "-")
+    assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
