@@ -941,3 +941,13 @@ def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monk
     monkeypatch.setattr(sys, "stdin", Endless())
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+
+
+def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeypatch):
+    """``--`` ends the options, as argparse reads it (the unknown-option check stops there,
+    clients/admin.py _unknown_option): ``terminate --reason R -- -M1`` ends the match ``-M1``
+    rather than refusing ``-M`` as an unrecognized option."""
+    engine, _ = stand_in(monkeypatch, terminate=a_summary(match_id="-M1", status=match_pb2.MATCH_STATUS_TERMINATED))
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "--reason", "r", "--json",
+                                  "--", "-M1")
+    assert status == 0 and engine.calls == [("terminate", "-M1", "r")], err
