@@ -951,3 +951,24 @@ def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeyp
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "--reason", "r", "--json",
                                   "--", "-M1")
     assert status == 0 and engine.calls == [("terminate", "-M1", "r")], err
+
+
+def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
+    """check_text's ``paths`` (engine_service/command_line.py: "a path may hold any bytes"):
+    the --admin-token-file and -o paths are exempt from the UTF-8 check of the arguments that
+    go into a request; a file so named is read, or written, and the line naming it shows the
+    byte as ``\\xff`` (it was printed as a lone surrogate: with a UTF-8 locale the file was
+    written, and the command died with a UnicodeEncodeError traceback, exit status 1)."""
+    engine, _ = stand_in(monkeypatch, export='{"schema": "card-transcript/1", "deals": []}',
+                         reissue=admin_pb2.ReissueSeatTokenResponse(seat=0, seat_token="n3w-t0ken"))
+    token_file, out = tmp_path / "admin\udcff.token", tmp_path / "match\udcff.json"
+    token_file.write_text("adm1n\n")
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "--admin-token-file", str(token_file),
+                                      "export", "M1", "-o", str(out))
+    assert status == 0 and engine.made_with["token"] == "adm1n", err
+    assert json.loads(out.read_text())["schema"] == "card-transcript/1"
+    assert f"written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o",
+                                      str(tmp_path / "seat\udcff.token"), token="adm1n")
+    assert status == 0 and (tmp_path / "seat\udcff.token").read_text() == "n3w-t0ken\n", err
+    assert printed.endswith(f"Written to {tmp_path}/seat\\xff.token (mode 0600).\n"), printed
