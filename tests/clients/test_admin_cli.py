@@ -24,7 +24,7 @@ from clients import cardgames_client as cg
 from clients import admin as admin_cli
 from clients import render
 from clients.local_service import LocalService, free_port
-from engine_service.transport.generated import match_pb2
+from engine_service.transport.generated import admin_pb2, cards_pb2, match_pb2
 
 from .conftest import ADMIN_TOKEN, run, self_signed_certificate
 
@@ -642,3 +642,333 @@ def test_the_result_line_names_who_resigned_forfeited_was_absent_or_left():
                  "absent": [0, 1, 2, 3]}).endswith("; absent ada, bob, cy, dee")
     assert line({"outcome": "terminated", "reason": "late", "winners": [], "totals": [0, 0, 0, 0],
                  "over": True}) == "result: terminated (late); winners none; totals [0, 0, 0, 0]"
+
+
+# ---- the commands against a stand-in for the engine (fast, in this process) -----------------
+
+
+class StandInAdmin:
+    """The AdminClient ``clients.admin`` calls, answering with the replies it was given and
+    recording each call: what a command asks for and how it prints the answer, without an
+    engine."""
+
+    def __init__(self, **replies) -> None:
+        self.replies = replies
+        self.calls: list[tuple] = []
+        self.made_with: dict = {}
+
+    def __call__(self, channel, token, timeout_s):  # as clients.admin makes its AdminClient
+        self.made_with = {"token": token, "timeout_s": timeout_s}
+        return self
+
+    async def matches_page(self, status=0, game="", limit=0, page_token=""):
+        self.calls.append(("matches_page", status, game, limit, page_token))
+        return self.replies["pages"][page_token]
+
+    async def inspect(self, match_id):
+        self.calls.append(("inspect", match_id))
+        return self.replies["inspect"]
+
+    async def terminate(self, match_id, reason):
+        self.calls.append(("terminate", match_id, reason))
+        return self.replies["terminate"]
+
+    async def export_transcript(self, match_id):
+        self.calls.append(("export", match_id))
+        return self.replies["export"]
+
+    async def reissue_seat_token(self, match_id, seat):
+        self.calls.append(("reissue", match_id, seat))
+        return self.replies["reissue"]
+
+
+def stand_in(monkeypatch, **replies) -> tuple[StandInAdmin, dict]:
+    """clients.admin with :class:`StandInAdmin` for its AdminClient; the second value gets
+    the keyword arguments of its ``connect``."""
+    engine = StandInAdmin(**replies)
+    connected: dict = {}
+
+    @contextlib.asynccontextmanager
+    async def connect(target, **kwargs):
+        connected.update(kwargs, target=target)
+        yield type("Client", (), {"channel": None})()
+
+    monkeypatch.setattr(admin_cli, "connect", connect)
+    monkeypatch.setattr(admin_cli, "AdminClient", engine)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    return engine, connected
+
+
+def a_summary(**fields) -> match_pb2.MatchSummary:
+    """A Klaberjass match of ada and bob, created 2026-01-02 03:04:05.678 UTC."""
+    seats = [match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada", present=True),
+             match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="bob")]
+    fields = {"match_id": "M1", "game": "klaberjass", "status": match_pb2.MATCH_STATUS_ACTIVE, "seq": 7,
+              "seats": seats, **fields}
+    summary = match_pb2.MatchSummary(**fields)
+    summary.created_at.FromMilliseconds(1767323045678)
+    return summary
+
+
+def test_list_asks_for_its_filters_and_leaves_the_page_size_to_the_server(capsys, monkeypatch):
+    """``list``'s request (admin.proto ListMatchesRequest): ``--status``, ``--game``,
+    ``--page-token`` as given; no ``--limit``: 0, the server's page size ("default: the
+    server's, 100", its help); ``--all`` follows next_page_token to the last page."""
+    pages = {"": cg.MatchPage([a_summary(match_id="M1")], "P2"), "P2": cg.MatchPage([a_summary(match_id="M2")], "")}
+    engine, _ = stand_in(monkeypatch, pages=pages)
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--status", "finished", "--game",
+                                "georgian_joker", "--json")
+    assert status == 0 and [json.loads(x)["match_id"] for x in out.splitlines()] == ["M1"]
+    assert engine.calls == [("matches_page", match_pb2.MATCH_STATUS_FINISHED, "georgian_joker", 0, "")]
+    engine.calls.clear()
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--limit", "20", "--all", "--json")
+    assert status == 0 and [json.loads(x)["match_id"] for x in out.splitlines()] == ["M1", "M2"]
+    assert engine.calls == [("matches_page", 0, "", 20, ""), ("matches_page", 0, "", 20, "P2")]
+    engine.calls.clear()
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--page-token", "P2", "--json")
+    assert status == 0 and engine.calls == [("matches_page", 0, "", 0, "P2")]
+
+
+def test_a_table_row_written_to_a_pipe_is_one_line(capsys, monkeypatch):
+    """The table sent to a pipe or a file, where no terminal gives a width (no COLUMNS):
+    each match's row is one line (PIPE_WIDTH), not folded at rich's 80 columns, so that
+    ``list | grep NAME`` finds the row and its id."""
+    name = "the long-running friday evening table of the regulars, back room"
+    engine, _ = stand_in(monkeypatch, pages={"": cg.MatchPage([a_summary(name=name, seats=[])], "")})
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "list")
+    assert status == 0
+    (row,) = [line for line in out.splitlines() if "M1" in line]
+    assert name in row and "2026-01-02 03:04:05Z" in row, out
+
+
+def test_json_values_follow_the_documented_mapping():
+    """clients/admin.py's ``--json`` mapping: an enum's unspecified value is ``null``, one
+    newer than these stubs its number (not ``null``: it is set); a duration is its seconds,
+    fractions included (a turn time of 1.5 s); a timestamp ISO 8601 UTC."""
+    seat = admin_cli.jsonable(match_pb2.SeatInfo(seat=2))
+    assert (seat["seat"], seat["kind"]) == (2, None)
+    assert admin_cli.jsonable(match_pb2.SeatInfo(kind=99))["kind"] == 99
+    summary = a_summary()
+    summary.turn_time.FromMilliseconds(1500)
+    listed = admin_cli.jsonable(summary)
+    assert (listed["turn_time"], listed["created_at"], listed["status"]) == (1.5, "2026-01-02T03:04:05.678Z", "active")
+
+
+def an_inspection() -> admin_pb2.InspectMatchResponse:
+    """ada and bob in Klaberjass's play, ada led K♦, bob to act; seat 1 dealt first; three decks dealt."""
+    def cards(*codes: str) -> list:
+        return [cards_pb2.Card(code=c) for c in codes]
+
+    view = match_pb2.View(match_id="M1", seq=7, status=match_pb2.MATCH_STATUS_ACTIVE, game="klaberjass",
+                          phase="play", dealer=0, to_act=1, legal_actions=[
+                              cards_pb2.Action(notation="play:AD", kind=cards_pb2.ACTION_KIND_PLAY,
+                                               card=cards_pb2.Card(code="AD"))])
+    view.deadline.FromMilliseconds(1767323105678)
+    view.scores.totals.add(name="points", values=[10, 20])
+    view.scores.tricks_taken.extend([1, 0])
+    view.trick.plays.add(seat=0, card=cards_pb2.Card(code="KD"))
+    return admin_pb2.InspectMatchResponse(
+        match=a_summary(), view=view, first_dealer=1, decks=[{"cards": ["TH"]}, {"cards": ["AD"]}, {"cards": ["7S"]}],
+        hands=[admin_pb2.SeatCards(seat=0, cards=cards("TH", "7S")), admin_pb2.SeatCards(seat=1)],
+        zones=[match_pb2.Zone(name="hand0", cards=cards("TH", "7S")), match_pb2.Zone(name="stock", cards=cards("AD"))])
+
+
+def test_inspect_shows_the_state_of_play_every_hand_and_zone(capsys, monkeypatch):
+    """docs/operations.md, "Finding a stuck match": ``inspect`` shows the phase, whose turn it
+    is and its deadline, the scores (the tricks taken this deal, match.proto Scores) and every
+    hand; its help adds the state of play (the trick on the table), the legal actions of the
+    seat to act, the stock and other zones (the hands once: zone ``hand0`` is ada's hand). The
+    first dealer (InspectMatchResponse.first_dealer) and the number of decks dealt are named."""
+    engine, _ = stand_in(monkeypatch, inspect=an_inspection())
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1")
+    assert status == 0 and engine.calls == [("inspect", "M1")]
+    lines = out.splitlines()
+    assert ("phase play, dealer ada, first dealer bob, to act: bob (deadline 2026-01-02T03:05:05.678Z)"
+            in lines[3]), out
+    assert lines[4:8] == ["legal actions: play A♦ [play:AD]", "scores points: [10, 20]",
+                          "tricks taken this deal: [1, 0]", "trick: ada: K♦"], out
+    assert lines[-6:] == ["hands (hidden cards):", "  ada [2]: 10♥ 7♠", "  bob [0]: —", "zones:", "  stock [1]: A♦",
+                          "decks dealt: 3 (inspect --json or export for the cards)"], out
+
+
+def test_inspect_and_terminate_json(capsys, monkeypatch):
+    """``inspect --json``: everything as pretty JSON (indented, its help); ``terminate
+    --json``: the final summary, one JSON object (module docstring: table options as their
+    values, the result Struct as its JSON), the reason sent."""
+    terminated = a_summary(status=match_pb2.MATCH_STATUS_TERMINATED,
+                           options={"kl_target_score": match_pb2.OptionValue(int_value=301)})
+    terminated.result.update({"outcome": "terminated", "reason": "stuck", "over": True})
+    engine, _ = stand_in(monkeypatch, inspect=an_inspection(), terminate=terminated)
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1", "--json")
+    assert status == 0 and out.startswith('{\n  "match": {\n    "match_id": "M1",\n'), out
+    assert json.loads(out)["first_dealer"] == 1
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "M1", "--reason", "stuck", "--json")
+    assert status == 0 and engine.calls[-1] == ("terminate", "M1", "stuck")
+    (line,) = out.splitlines()
+    summary = json.loads(line)
+    assert list(summary) == SUMMARY_KEYS and summary["status"] == "terminated"
+    assert summary["result"] == {"outcome": "terminated", "reason": "stuck", "over": True}
+    assert summary["options"] == {"kl_target_score": 301}  # table options as their values
+
+
+def test_output_dash_is_standard_output_and_the_connection_options_reach_the_call(capsys, monkeypatch, tmp_path):
+    """``-o -`` is standard output (docs/operations.md: "`-o -` is stdout"), for ``export``
+    and ``reissue-token``: no file named ``-``; the token alone on stdout, the note naming the
+    seat on stderr. ``--timeout`` is the calls' deadline, ``--server-name`` the TLS name."""
+    transcript = '{"schema": "card-transcript/1", "deals": []}'
+    engine, connected = stand_in(monkeypatch, export=transcript,
+                                 reissue=admin_pb2.ReissueSeatTokenResponse(seat=1, seat_token="n3w-t0ken"))
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "-o", "-")
+    assert (status, out) == (0, transcript + "\n") and engine.calls == [("export", "M1")]
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "--timeout", "3", "--server-name",
+                                  "engine.example", "reissue-token", "M1", "1", "-o", "-", token="adm1n")
+    assert (status, out) == (0, "n3w-t0ken\n") and engine.calls[-1] == ("reissue", "M1", 1)
+    assert err.startswith("match M1, seat 1: new seat token; the old one no longer works."), err
+    assert list(tmp_path.iterdir()) == []
+    assert engine.made_with == {"token": "adm1n", "timeout_s": 3.0}
+    assert (connected["target"], connected["server_name"], connected["timeout_s"]) == ("h:1", "engine.example", 3.0)
+
+
+def test_an_error_line_is_one_line_naming_status_reason_and_message():
+    """Exit status 1 (module docstring, docs/operations.md): one line on stderr, ``error:
+    STATUS (REASON): message``, no parentheses without a reason, a message of several lines
+    joined, the token never shown; "no admin token" only when none was given: a token the
+    engine answers UNAUTHENTICATED to was refused."""
+    unavailable = cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "failed to connect\n  to all addresses")
+    assert admin_cli.error_line(unavailable, None) == "error: UNAVAILABLE: failed to connect to all addresses"
+    leaked = cg.CardGamesError(grpc.StatusCode.INTERNAL, "bad token s3cr3t", reason="X")
+    assert admin_cli.error_line(leaked, "s3cr3t") == "error: INTERNAL (X): bad token ***"
+    unauthenticated = cg.CardGamesError(grpc.StatusCode.UNAUTHENTICATED, "bad token", reason="BAD_TOKEN")
+    assert admin_cli.error_line(unauthenticated, "t0ken").endswith(": bad token (the admin token was refused)")
+    assert "(no admin token: give --admin-token-file PATH" in admin_cli.error_line(unauthenticated, None)
+
+
+def test_the_admin_token_loses_its_surrounding_whitespace(capsys, monkeypatch, tmp_path):
+    """docs/operations.md (``--admin-token``): a token read from a file or a Secret may end
+    with a newline, or hold spaces around it: it is dropped, "as `clients.admin` drops it",
+    from the environment variable as from --admin-token-file."""
+    engine, _ = stand_in(monkeypatch, pages={"": cg.MatchPage([], "")})
+    status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", token=" adm1n\n")
+    assert (status, engine.made_with["token"]) == (0, "adm1n"), err
+    token_file = tmp_path / "admin.token"
+    token_file.write_text("  adm1n-fr0m-f1le \r\n")
+    status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", "--admin-token-file",
+                                str(token_file))
+    assert (status, engine.made_with["token"]) == (0, "adm1n-fr0m-f1le"), err
+
+
+def test_the_summary_reads_turn_time_spectators_and_options_as_the_proto_means_them():
+    """match.proto MatchSummary: a zero turn_time is no deadline ("no turn time", not "turn
+    time 0 s"); spectators_allowed false: none may watch; ``options``: the table options that
+    differ from the game's defaults, named with their values."""
+    def details(summary: match_pb2.MatchSummary) -> str:
+        return admin_cli.summary_lines(summary)[1].plain
+
+    assert details(a_summary()) == "created 2026-01-02 03:04:05Z, no turn time, no spectators"
+    timed = a_summary(spectators_allowed=True, options={"kl_target_score": match_pb2.OptionValue(int_value=301),
+                                                         "kl_schmeiss": match_pb2.OptionValue(bool_value=True)})
+    timed.turn_time.FromSeconds(30)
+    assert details(timed) == ("created 2026-01-02 03:04:05Z, turn time 30 s, spectators allowed, "
+                              "options kl_schmeiss=True, kl_target_score=301")
+
+
+def test_a_refused_call_leaves_no_file_behind(capsys, monkeypatch, tmp_path):
+    """``-o FILE`` is made before the call (clients/admin.py PrivateFile: "written whole or
+    not at all"; docs/operations.md: "never half written"): when the engine refuses the call,
+    ``export`` and ``reissue-token`` leave neither FILE nor the new file beside it."""
+    engine, _ = stand_in(monkeypatch)
+    not_found = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no such match", reason="MATCH_NOT_FOUND")
+
+    async def refuse(*args):
+        raise not_found
+
+    monkeypatch.setattr(engine, "export_transcript", refuse, raising=False)
+    monkeypatch.setattr(engine, "reissue_seat_token", refuse, raising=False)
+    for args in (["export", "M1"], ["reissue-token", "M1", "0"]):
+        status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", *args, "-o", str(tmp_path / "out"))
+        assert (status, out) == (1, "") and err == "error: NOT_FOUND (MATCH_NOT_FOUND): no such match\n", (args, err)
+        assert list(tmp_path.iterdir()) == [], args
+
+
+def test_the_token_file_is_written_whole_where_no_space_can_be_set_aside(capsys, monkeypatch, tmp_path):
+    """``reissue-token -o FILE`` sets the file's space aside before the call; a file system
+    that cannot (posix_fallocate: EOPNOTSUPP, EINVAL, ENOSYS) still gets the file (PrivateFile,
+    "a file system that sets no space aside"), and a write the system takes in parts is
+    finished: the file holds the token and a newline, nothing of the space set aside."""
+    import errno
+
+    engine, _ = stand_in(monkeypatch, reissue=admin_pb2.ReissueSeatTokenResponse(seat=0, seat_token="n3w-t0ken"))
+    write = os.write
+
+    def a_byte_at_a_time(fd, data):
+        return write(fd, bytes(data[:1]))
+
+    out = tmp_path / "seat.token"
+    for unsupported in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+        def no_fallocate(fd, offset, length, unsupported=unsupported):
+            raise OSError(unsupported, os.strerror(unsupported))
+
+        monkeypatch.setattr(os, "posix_fallocate", no_fallocate, raising=False)
+        monkeypatch.setattr(os, "write", a_byte_at_a_time)
+        status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o", str(out))
+        monkeypatch.setattr(os, "write", write)
+        assert status == 0 and out.read_bytes() == b"n3w-t0ken\n", (unsupported, err)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600 and [p.name for p in tmp_path.iterdir()] == ["seat.token"]
+        out.unlink()
+
+
+def test_a_page_size_is_refused_from_the_first_number_an_int32_cannot_hold(capsys):
+    """admin.proto ListMatchesRequest.limit is an int32: 2147483647 is parsed, 2147483648 is
+    a usage error naming the flag (not protobuf's "Value out of range" traceback)."""
+    parser = admin_cli.build_parser()
+    assert parser.parse_args(["list", "--limit", "2147483647"]).limit == 2**31 - 1
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args(["list", "--limit", "2147483648"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "argument --limit: 2147483648 is beyond the API's 32-bit integers" in err, err
+
+
+def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch):
+    """``--admin-token-file -`` reads standard input up to the token limit (read_token: "the
+    file is read up to TOKEN_LIMIT"), so ``< /dev/zero`` or a stream that never ends is a
+    usage error, not a read that fills the memory or never returns."""
+    class Endless:
+        def read(self, size: int = -1) -> str:
+            assert size >= 0, "standard input was read to its end"
+            return "a" * size
+
+    monkeypatch.setattr(sys, "stdin", Endless())
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--admin-token-file", "-")
+    assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+
+
+def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeypatch):
+    """``--`` ends the options, as argparse reads it (the unknown-option check stops there,
+    clients/admin.py _unknown_option): ``terminate --reason R -- -M1`` ends the match ``-M1``
+    rather than refusing ``-M`` as an unrecognized option."""
+    engine, _ = stand_in(monkeypatch, terminate=a_summary(match_id="-M1", status=match_pb2.MATCH_STATUS_TERMINATED))
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "--reason", "r", "--json",
+                                  "--", "-M1")
+    assert status == 0 and engine.calls == [("terminate", "-M1", "r")], err
+
+
+def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
+    """check_text's ``paths`` (engine_service/command_line.py: "a path may hold any bytes"):
+    the --admin-token-file and -o paths are exempt from the UTF-8 check of the arguments that
+    go into a request; a file so named is read, or written, and the line naming it shows the
+    byte as ``\\xff`` (it was printed as a lone surrogate: with a UTF-8 locale the file was
+    written, and the command died with a UnicodeEncodeError traceback, exit status 1)."""
+    engine, _ = stand_in(monkeypatch, export='{"schema": "card-transcript/1", "deals": []}',
+                         reissue=admin_pb2.ReissueSeatTokenResponse(seat=0, seat_token="n3w-t0ken"))
+    token_file, out = tmp_path / "admin\udcff.token", tmp_path / "match\udcff.json"
+    token_file.write_text("adm1n\n")
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "--admin-token-file", str(token_file),
+                                      "export", "M1", "-o", str(out))
+    assert status == 0 and engine.made_with["token"] == "adm1n", err
+    assert json.loads(out.read_text())["schema"] == "card-transcript/1"
+    assert f"written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o",
+                                      str(tmp_path / "seat\udcff.token"), token="adm1n")
+    assert status == 0 and (tmp_path / "seat\udcff.token").read_text() == "n3w-t0ken\n", err
+    assert printed.endswith(f"Written to {tmp_path}/seat\\xff.token (mode 0600).\n"), printed
