@@ -65,7 +65,7 @@ from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesEr
                                header_safe, int32_arg, python_value, seconds_arg, struct_value,
                                target_arg, target_or_default)
 from engine_service.bounded_read import TOKEN_LIMIT, UnreadableFile, read_named
-from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
+from engine_service.command_line import check_text, drop_stdout, parse_args, printable, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -320,14 +320,6 @@ def _cards_line(label: str, cards: Sequence[Any]) -> "Text":
 # ---- the sub-commands ------------------------------------------------------------------------
 
 
-def shown_path(path: Path) -> str:
-    """``path`` as text any standard output can print. A path may hold bytes that are not
-    UTF-8 (command_line.check_text leaves them to ``-o``); Python holds each as a lone
-    surrogate, which a UTF-8 locale's stdout refuses (UnicodeEncodeError): the file was
-    written and the command died with a traceback. Such a byte is shown as ``\\xff``."""
-    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def print_json(value: Any, indent: int | None = None) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
@@ -483,7 +475,7 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
     data = json.loads(text)
     steps = sum(len(d.get("steps", ())) for d in data.get("deals", ()))
     print(f"match {args.match_id}: {len(data.get('deals', ()))} deal(s), {steps} action(s) "
-          f"written to {shown_path(path)} (mode 0600: it holds every deck)")
+          f"written to {printable(path)} (mode 0600: it holds every deck)")
     return 0
 
 
@@ -519,7 +511,7 @@ async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int
         print(f"error: cannot write {out.path} ({exc.strerror or exc}): the new seat token is on standard "
               f"output instead. {note}", file=sys.stderr)
         return 1
-    print(f"{note} Written to {shown_path(out.path)} (mode 0600).")
+    print(f"{note} Written to {printable(out.path)} (mode 0600).")
     return 0
 
 

@@ -94,6 +94,14 @@ def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace, *, pat
 _OUTPUT_FAILED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
+def printable(text: str | os.PathLike[str]) -> str:
+    """``text`` (a path, or a message naming one) as any standard output can print. A path may
+    hold bytes that are not UTF-8 (check_text leaves them to the paths it is told of); Python
+    holds each as a lone surrogate, which a UTF-8 locale's stdout refuses (UnicodeEncodeError):
+    the command had done its work and died with a traceback. Such a byte is shown as ``\\xff``."""
+    return os.fspath(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def drop_stdout() -> None:
     """What is left of the output goes nowhere: the interpreter's last flush of it at exit
     would fail again (a reader that left, a full disk) with an "Exception ignored" message and

@@ -38,7 +38,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .command_line import stdout_guarded
+from .command_line import printable, stdout_guarded
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DAY_S = 86400.0
@@ -120,7 +120,7 @@ async def _prune(db: str, days: float, *, dry_run: bool, vacuum: bool) -> int:
     from .store.base import MAX_PRUNE_BATCH
     from .store.sqlite import SqliteStore
 
-    where = describe_location(db)
+    where = printable(describe_location(db))  # a file name that is not UTF-8: see printable
     # never give the tables to a database that has none (a mistyped URL or path); the dry run
     # does not migrate an older schema either (a real run does, as the engine would)
     store = open_store(db, Metrics(), lock_wait_s=0.0, create=False, migrate=not dry_run)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .command_line import stdout_guarded
+from .command_line import printable, stdout_guarded
 from .rules import transcript
 from .rules.errors import RulesError
 
@@ -33,19 +33,20 @@ def run(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.files:
+        shown = printable(path)  # a name that is not UTF-8 printed: not a traceback after the check
         try:
             data = transcript.load(path)
             diff, state = transcript.check(data)
         except RulesError as exc:
-            print(f"{path}: error: {exc.message}")
+            print(f"{shown}: error: {printable(exc.message)}")
             failed += 1
             continue
         if diff is None:
-            line = f"{path}: ok"
+            line = f"{shown}: ok"
             if args.show and state is not None:
                 line += " " + json.dumps(state.result())
             print(line)
         else:
-            print(f"{path}: {diff}")
+            print(f"{shown}: {diff}")
             failed += 1
     return 1 if failed else 0

@@ -190,3 +190,15 @@ def test_show_prints_the_match_result_of_each_file_that_checks_out(tmp_path, cap
     assert shown.startswith(f"{good}: ok {{")
     assert json.loads(shown.removeprefix(f"{good}: ok ")) == klaberjass()["result"]
     assert differs == f"{bad}: deal 1 result: result.bonuses differs: expected [0, 20], actual [0, 40]"
+
+
+def test_a_file_whose_name_is_not_utf8_is_named_with_its_byte_escaped(tmp_path, capsys):
+    """A path may hold any bytes: ``replay`` printed such a name as a lone surrogate, which a
+    UTF-8 locale's stdout refuses, a UnicodeEncodeError traceback once the file was checked
+    (command_line.printable): the byte is shown as ``\\xff``, on an ok line and an error's."""
+    good, missing = tmp_path / "kl\udcff.json", tmp_path / "gone\udcff.json"
+    good.write_text(json.dumps(klaberjass()))
+    assert main(["replay", "--check", str(good), str(missing)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{tmp_path}/kl\\xff.json: ok\n{tmp_path}/gone\\xff.json: error: ")
+    out.encode("utf-8")  # nothing a UTF-8 standard output refuses

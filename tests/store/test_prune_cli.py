@@ -382,6 +382,18 @@ def test_a_database_without_the_engines_tables_is_refused_not_given_them(tmp_pat
         assert pg_database.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)) == []
 
 
+def test_a_database_whose_name_is_not_utf8_is_named_with_its_byte_escaped(tmp_path, capsys):
+    """A path may hold any bytes: the first line printed such a name as a lone surrogate,
+    which a UTF-8 locale's stdout refuses, a UnicodeEncodeError traceback with the database open
+    (command_line.printable): the byte is shown as ``\\xff``."""
+    db = tmp_path / "cards\udcff.sqlite3"
+    populate_sqlite(db, actions=1)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 0 and out.startswith(f"{tmp_path}/cards\\xff.sqlite3: matches that ended before "), err
+    assert "deleted 4 matches" in out
+    out.encode("utf-8")  # nothing a UTF-8 standard output refuses
+
+
 def test_one_day_is_said_in_the_singular(tmp_path, capsys):
     db = tmp_path / "cards.sqlite3"
     populate_sqlite(db)
