@@ -663,3 +663,15 @@ def test_session_config_names_every_bad_field_at_once():
         SessionConfig(time_scale=0, max_matches=0, reconnect_grace_s=-1)
     assert str(refused.value) == ("invalid session settings: reconnect_grace_s must be >= 0; "
                                   "time_scale must be > 0; max_matches must be >= 1")
+
+
+def test_session_defaults_without_a_flag_are_the_documented_ones():
+    """The defaults no row of docs/operations.md's settings table shows (they have no flag),
+    as its prose and docs/api.md give them: a waiting table is ended an hour after its
+    creation (operations.md, match_create_abandoned), an absent player's window is recorded
+    every 5 s (Restarts), retention runs every 10 minutes in transactions of 10 matches
+    (Retention; retention_enabled's interval_s 600), and a name is at most 64 characters
+    (api.md, CreateMatch)."""
+    c = SessionConfig()
+    assert (c.waiting_timeout_s, c.absence_heartbeat_s, c.prune_interval_s, c.prune_batch,
+            c.max_name_length) == (3600.0, 5.0, 600.0, 10, 64)
