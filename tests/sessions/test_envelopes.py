@@ -184,6 +184,8 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     obj = {"KH": [("play:AS",)], "n": 3, "s": {"X1"}, "other": ["QD", "XASY", "7C"]}
     assert secret_codes(obj, secret) == {"AS", "KH", "X1"}
     assert secret_codes({"other": ["QD", "XASY", "play:7C"]}, secret) == set()
+    # a code glued to a letter or a digit on either side is part of another word
+    assert secret_codes(["XAS", "ASY", "9KH", "KH0", "AX1", "X1b"], secret) == set()
     assert secret_codes(obj, 0) == set()
 
     state = get_game("klaberjass").new_state(first_dealer=0)
