@@ -177,13 +177,18 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     (``play:AS``) for the codes of a secret mask, and only whole codes (``XASY`` names no
     card); public_or_none gives a log line None instead of an object naming a card a
     spectator may not know now (GJ-11.6, JJK-9.5)."""
-    from engine_service.rules import get_game
-    from engine_service.rules.cards import card_id, codes_of
+    from engine_service.rules import all_game_ids, get_game
+    from engine_service.rules.cards import card_code, card_id, codes_of
 
     secret = (1 << card_id("AS")) | (1 << card_id("KH")) | (1 << card_id("X1"))
     obj = {"KH": [("play:AS",)], "n": 3, "s": {"X1"}, "other": ["QD", "XASY", "7C"]}
     assert secret_codes(obj, secret) == {"AS", "KH", "X1"}
     assert secret_codes({"other": ["QD", "XASY", "play:7C"]}, secret) == set()
+    # every card of every game's pack is found: a hidden six of Georgian Joker, a joker...
+    for game_id in all_game_ids():
+        for card in get_game(game_id).pack:
+            code = card_code(card)
+            assert secret_codes({"action": f"play:{code}"}, 1 << card) == {code}, (game_id, code)
     # a code glued to a letter or a digit on either side is part of another word
     assert secret_codes(["XAS", "ASY", "9KH", "KH0", "AX1", "X1b"], secret) == set()
     assert secret_codes(obj, 0) == set()
