@@ -162,6 +162,24 @@ def test_the_admin_view_of_an_undealt_table_has_every_hand_empty():
         assert view["hands"] == [[] for _ in range(game.num_seats)]
 
 
+def test_the_admin_view_lists_every_zone_of_the_deal_empty_ones_too():
+    """views.admin_view: ``zones`` holds every zone of ``State.zones()`` (admin.proto
+    InspectMatch: every card's location), an empty one as an empty list: just dealt, nobody has
+    played to the trick or won one, and those zones are there, empty, beside the hands."""
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import codes_of
+    from engine_service.sessions.views import ADMIN
+
+    for game_id in ("klaberjass", "georgian_joker"):
+        state = get_game(game_id).new_state(first_dealer=1)
+        deck = list(state.game.pack)
+        random.Random(4).shuffle(deck)
+        state.deal([codes_of(1 << c)[0] for c in deck])
+        view = view_for(state, ADMIN)
+        assert view["zones"] == {name: codes_of(mask) for name, mask in state.zones().items()}
+        assert view["zones"]["trick"] == [], game_id
+
+
 def test_an_ended_view_is_a_copy():
     """views.after_end returns a new view: the one it is given may be an envelope's, shared
     by every watcher of an audience (LiveMatch.envelope)."""
