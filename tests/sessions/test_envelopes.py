@@ -216,6 +216,10 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     random.Random(3).shuffle(deck)
     state.deal([codes_of(1 << c)[0] for c in deck])
     hidden = codes_of(state.secret_cards(None))
+    hand_of_seat_0 = codes_of(state.zones()["hand0"])
     public = {"totals": [0, 0], "seen": [c for c in codes_of(state.zones().get("turn_up", 0))]}
     assert hidden and public_or_none(public, state) is public
     assert public_or_none({"hand": hidden[:1]}, state) is None
+    # hidden from a spectator: every seat's hand, seat 0's too, and the stock
+    assert hand_of_seat_0 and set(hand_of_seat_0) <= set(hidden)
+    assert all(public_or_none({"hand": [code]}, state) is None for code in hidden)
