@@ -4,8 +4,7 @@ environment variables; every field has an embedded default that runs a sane serv
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from .delay import MAX_SPECTATOR_DELAY
 
@@ -145,12 +144,3 @@ class SessionConfig:
             problems.append("prune_interval_s must be > 0")
         if problems:
             raise ValueError("invalid session settings: " + "; ".join(problems))
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> "SessionConfig":
-        """Build from a mapping of field names (unknown names are an error)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown session setting(s): {', '.join(unknown)}")
-        return cls(**values)

@@ -162,6 +162,24 @@ def test_the_admin_view_of_an_undealt_table_has_every_hand_empty():
         assert view["hands"] == [[] for _ in range(game.num_seats)]
 
 
+def test_the_admin_view_lists_every_zone_of_the_deal_empty_ones_too():
+    """views.admin_view: ``zones`` holds every zone of ``State.zones()`` (admin.proto
+    InspectMatch: every card's location), an empty one as an empty list: just dealt, nobody has
+    played to the trick or won one, and those zones are there, empty, beside the hands."""
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import codes_of
+    from engine_service.sessions.views import ADMIN
+
+    for game_id in ("klaberjass", "georgian_joker"):
+        state = get_game(game_id).new_state(first_dealer=1)
+        deck = list(state.game.pack)
+        random.Random(4).shuffle(deck)
+        state.deal([codes_of(1 << c)[0] for c in deck])
+        view = view_for(state, ADMIN)
+        assert view["zones"] == {name: codes_of(mask) for name, mask in state.zones().items()}
+        assert view["zones"]["trick"] == [], game_id
+
+
 def test_an_ended_view_is_a_copy():
     """views.after_end returns a new view: the one it is given may be an envelope's, shared
     by every watcher of an audience (LiveMatch.envelope)."""
@@ -177,13 +195,20 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     (``play:AS``) for the codes of a secret mask, and only whole codes (``XASY`` names no
     card); public_or_none gives a log line None instead of an object naming a card a
     spectator may not know now (GJ-11.6, JJK-9.5)."""
-    from engine_service.rules import get_game
-    from engine_service.rules.cards import card_id, codes_of
+    from engine_service.rules import all_game_ids, get_game
+    from engine_service.rules.cards import card_code, card_id, codes_of
 
     secret = (1 << card_id("AS")) | (1 << card_id("KH")) | (1 << card_id("X1"))
     obj = {"KH": [("play:AS",)], "n": 3, "s": {"X1"}, "other": ["QD", "XASY", "7C"]}
     assert secret_codes(obj, secret) == {"AS", "KH", "X1"}
     assert secret_codes({"other": ["QD", "XASY", "play:7C"]}, secret) == set()
+    # every card of every game's pack is found: a hidden six of Georgian Joker, a joker...
+    for game_id in all_game_ids():
+        for card in get_game(game_id).pack:
+            code = card_code(card)
+            assert secret_codes({"action": f"play:{code}"}, 1 << card) == {code}, (game_id, code)
+    # a code glued to a letter or a digit on either side is part of another word
+    assert secret_codes(["XAS", "ASY", "9KH", "KH0", "AX1", "X1b"], secret) == set()
     assert secret_codes(obj, 0) == set()
 
     state = get_game("klaberjass").new_state(first_dealer=0)
@@ -191,6 +216,10 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     random.Random(3).shuffle(deck)
     state.deal([codes_of(1 << c)[0] for c in deck])
     hidden = codes_of(state.secret_cards(None))
+    hand_of_seat_0 = codes_of(state.zones()["hand0"])
     public = {"totals": [0, 0], "seen": [c for c in codes_of(state.zones().get("turn_up", 0))]}
     assert hidden and public_or_none(public, state) is public
     assert public_or_none({"hand": hidden[:1]}, state) is None
+    # hidden from a spectator: every seat's hand, seat 0's too, and the stock
+    assert hand_of_seat_0 and set(hand_of_seat_0) <= set(hidden)
+    assert all(public_or_none({"hand": [code]}, state) is None for code in hidden)

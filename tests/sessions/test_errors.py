@@ -75,6 +75,22 @@ def test_seat_tokens_are_256_random_bits_and_stored_only_as_their_hash():
         assert token_hash(token) == hashlib.sha256(token.encode()).hexdigest() != token
 
 
+def test_client_ids_are_kept_as_salted_prefixed_hashes_pinned_across_releases():
+    """tokens.py: a seat keeps its ``client_join_id`` as the SHA-256 of
+    ``cardgames-join-id:<match id>:<id>`` (salted with the match id: a weak id guessed is good
+    for one match only), a match its ``client_create_id`` as that of ``cardgames-create-id:<id>``;
+    the prefixes keep the three kinds of hash apart. The hashes are stored (SeatRecord.join_hash,
+    MatchRecord.create_hash), so a release that computed them otherwise would no longer know a
+    retried join or creation made before it."""
+    from engine_service.sessions.tokens import create_id_hash, join_id_hash
+
+    key = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    assert join_id_hash("m1", key) == hashlib.sha256(f"cardgames-join-id:m1:{key}".encode()).hexdigest()
+    assert create_id_hash(key) == hashlib.sha256(f"cardgames-create-id:{key}".encode()).hexdigest()
+    assert join_id_hash("m1", key) != join_id_hash("m2", key)
+    assert len({join_id_hash("m1", key), create_id_hash(key), token_hash(key)}) == 3
+
+
 def test_token_of_another_match_is_denied():
     async def go():
         async with manager() as mgr:

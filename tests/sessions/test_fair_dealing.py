@@ -12,6 +12,8 @@ import hashlib
 import hmac
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -21,12 +23,13 @@ from engine_service.rules.cards import card_code
 from engine_service.rules.registry import get_game
 from engine_service.sessions.api import (CreateMatchRequest, MatchNotOver, PermissionDenied,
                                          Principal)
-from engine_service.sessions.chance import random_deck
+from engine_service.sessions.chance import draw_first_dealer, random_deck
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteStore
 from engine_service.sessions.fairness import deck_commitment, shown_cards
 from engine_service.store.base import SCHEME_PER_CARD, SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
+from tests.shared_paths import ROOT
 
 from .helpers import ADMIN, GAMES, Stream, config, manager, open_match, play_random, run
 
@@ -120,6 +123,35 @@ def test_only_who_may_view_the_match_gets_the_reveal():
     assert (refused, wrong) == ("SPECTATORS_NOT_ALLOWED", "WRONG_MATCH")
     assert summary.status == "terminated" and by_seat == by_admin
     check_reveals(by_seat, summary.deal_commitments)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_every_deck_and_first_dealer_draw_is_a_fresh_shuffle(game_id):
+    """sessions/chance.py (GJ-3.1, JJK-3.1, KL-2.3, JJ-2.3): every deck is a fresh random
+    permutation of the game's whole pack, never the pack's order nor a deck dealt before, and
+    the first-dealer draw (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9) is made on such a shuffle: over 200
+    draws every seat deals first (an unshuffled pack always names the same seat)."""
+    game = get_game(game_id)
+    pack = sorted(card_code(c) for c in game.pack)
+    decks = [random_deck(game) for _ in range(30)]
+    assert all(sorted(deck) == pack for deck in decks)
+    assert len(set(decks)) == 30
+    options = game.options()
+    assert {draw_first_dealer(game, options) for _ in range(200)} == set(range(game.num_seats))
+
+
+def test_decks_are_not_reproduced_by_another_process():
+    """chance.py: nothing is seeded (servers.md section 4, item 1: a seed revealed future
+    shuffles); two engine processes deal different decks, where a generator seeded alike in
+    each would repeat the first process's decks in the next."""
+    code = ("from engine_service.rules.registry import get_game\n"
+            "from engine_service.sessions.chance import random_deck\n"
+            "print(','.join(random_deck(get_game('georgian_joker'))))")
+    runs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]  # side by side: the test waits for one start-up, not two
+    decks = {proc.communicate(timeout=120)[0] for proc in runs}
+    assert [proc.returncode for proc in runs] == [0, 0]
+    assert len(decks) == 2 and all(d.count(",") == 35 for d in decks)
 
 
 def test_explicit_decks_are_salted_and_committed_when_dealt():

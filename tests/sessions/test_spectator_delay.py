@@ -424,3 +424,27 @@ def test_a_spectator_cursor_moves_only_to_the_position_asked_for():
     seen, before, after = run(go())
     assert seen == [(s, s, True) for s in (3, 8, 4, 4, 0, 9)]
     assert after == before
+
+
+def test_a_cursor_folded_mid_match_announces_only_the_deals_its_steps_score():
+    """A spectator cursor made by a fold (the first delayed view after a restart or a reload,
+    a position behind the cursor) already counts the deals scored by its position: each step
+    from it carries ``deal_scored`` exactly when that action scores a deal, as a cursor
+    stepped from the start does (docs/api.md: each action reaches delayed spectators as an
+    ordinary ACTION event), never a deal scored before it began."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
+            m = mgr._matches[match_id]
+            rng = random.Random(3)
+            while len(m.state.deal_results()) < 2:
+                await act_once(mgr, match_id, ps, rng)
+            walked, c = [], cursor_at(m, None, 0)
+            for rec in m.actions:
+                walked.append(c.step(m, rec))
+            folded = [cursor_at(m, None, rec.seq - 1).step(m, rec) for rec in m.actions]
+            return walked, folded
+
+    walked, folded = run(go())
+    assert sum("deal_scored" in d for d in walked) == 2
+    assert folded == walked

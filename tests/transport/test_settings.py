@@ -627,3 +627,51 @@ def test_no_variable_the_project_reads_is_warned_about_as_unknown():
     assert {"CARDGAMES_TEST_PG", "CARDGAMES_SOAK_PROBE_S", "CARDGAMES_PROTO_DIR"} <= names  # the scan found them
     flagged = unknown_variables({name: "x" for name in names})
     assert flagged and all(suggestion for _, suggestion in flagged), flagged
+
+
+#: SessionConfig's own ranges (sessions/config.py; docs/operations.md's table, whose flags
+#: check the same ranges first): per field, a value it refuses and the nearest it takes.
+SESSION_BOUNDS = [
+    *[(name, -0.5, 0.0) for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s",
+                                     "waiting_timeout_s", "bot_pace_s")],
+    *[(name, 0.0, 0.001) for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s",
+                                      "absence_heartbeat_s", "bot_plugin_load_timeout_s")],
+    *[(name, 0, 1) for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
+                                "max_waiting_matches", "max_bot_matches", "max_match_deals",
+                                "max_watchers_per_match", "max_streams_per_seat", "max_watchers",
+                                "bot_workers", "max_name_length", "prune_batch")],
+    ("min_spectator_delay_actions", -1, 0),
+    ("min_spectator_delay_actions", 201, 200),
+    ("prune_interval_s", float("inf"), 0.001),
+]
+
+
+@pytest.mark.parametrize("name, bad, good", SESSION_BOUNDS)
+def test_session_config_refuses_a_value_out_of_its_range_and_names_the_field(name, bad, good):
+    """A SessionConfig built directly (tests, an embedding program) checks its fields as the
+    flags do: a value just out of range is a ValueError naming the field; the nearest value in
+    range is taken (0 where it means "none" or "never", 200 the longest spectator delay)."""
+    with pytest.raises(ValueError) as refused:
+        SessionConfig(**{name: bad})
+    assert f"{name} must be" in str(refused.value)
+    assert getattr(SessionConfig(**{name: good}), name) == good
+
+
+def test_session_config_names_every_bad_field_at_once():
+    """Every problem is in the one error, so that a bad configuration is fixed in one go."""
+    with pytest.raises(ValueError) as refused:
+        SessionConfig(time_scale=0, max_matches=0, reconnect_grace_s=-1)
+    assert str(refused.value) == ("invalid session settings: reconnect_grace_s must be >= 0; "
+                                  "time_scale must be > 0; max_matches must be >= 1")
+
+
+def test_session_defaults_without_a_flag_are_the_documented_ones():
+    """The defaults no row of docs/operations.md's settings table shows (they have no flag),
+    as its prose and docs/api.md give them: a waiting table is ended an hour after its
+    creation (operations.md, match_create_abandoned), an absent player's window is recorded
+    every 5 s (Restarts), retention runs every 10 minutes in transactions of 10 matches
+    (Retention; retention_enabled's interval_s 600), and a name is at most 64 characters
+    (api.md, CreateMatch)."""
+    c = SessionConfig()
+    assert (c.waiting_timeout_s, c.absence_heartbeat_s, c.prune_interval_s, c.prune_batch,
+            c.max_name_length) == (3600.0, 5.0, 600.0, 10, 64)
