@@ -125,7 +125,7 @@ class SessionConfig:
         problems = []
         for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s",
                      "bot_pace_s"):
-            if getattr(self, name) < 0:
+            if not getattr(self, name) >= 0:  # NaN too, which no comparison holds
                 problems.append(f"{name} must be >= 0")
         for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s", "absence_heartbeat_s",
                      "bot_plugin_load_timeout_s"):

@@ -4,6 +4,7 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from pathlib import Path
@@ -632,8 +633,9 @@ def test_no_variable_the_project_reads_is_warned_about_as_unknown():
 #: SessionConfig's own ranges (sessions/config.py; docs/operations.md's table, whose flags
 #: check the same ranges first): per field, a value it refuses and the nearest it takes.
 SESSION_BOUNDS = [
-    *[(name, -0.5, 0.0) for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s",
-                                     "waiting_timeout_s", "bot_pace_s")],
+    *[(name, bad, 0.0) for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s",
+                                     "waiting_timeout_s", "bot_pace_s") for bad in (-0.5, math.nan)],
+    *[(name, math.nan, 0.001) for name in ("time_scale", "heartbeat_interval_s")],
     *[(name, 0.0, 0.001) for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s",
                                       "absence_heartbeat_s", "bot_plugin_load_timeout_s")],
     *[(name, 0, 1) for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
