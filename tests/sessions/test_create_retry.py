@@ -104,6 +104,15 @@ def test_a_retry_returns_the_same_match_as_it_stands_whatever_its_status():
     assert key not in text and create_id_hash(key) not in text
 
 
+def test_the_request_shows_no_client_create_id():
+    """docs/api.md (Reconnecting, "Creating"): the ``client_create_id`` is a secret, whoever
+    holds it gets the match's summary; the server keeps only its hash. The request value's
+    repr (what a log line or a traceback would show of it) leaves it out. (Mutant: the field's
+    ``repr=False`` dropped.)"""
+    key = create_id()
+    assert key not in repr(req(key)) and "table" in repr(req(key))
+
+
 @pytest.mark.parametrize("change", [
     dict(game="jojotte"), dict(options={"kl_target_score": 300}), dict(seats=(SeatConfig(), SeatConfig("bot", "x"))),
     dict(turn_time_s=20.0), dict(spectators_allowed=False), dict(name="another table"), dict(listed=True),

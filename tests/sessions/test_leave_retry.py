@@ -304,3 +304,24 @@ def test_a_repeated_leave_of_a_match_not_held_or_without_a_token_has_no_answer()
                     mgr.repeated_leave(s.match_id, token) is not None)
 
     assert run(go()) == (None, None, True)
+
+
+def test_a_waiting_match_answers_the_retried_leaves_of_its_latest_32_freed_tokens():
+    """docs/api.md (LeaveMatch): the server remembers a freed seat's void token "for the
+    latest 32 tokens freed in each match": after 33 leaves of a waiting match, the retry of
+    the first is UNAUTHENTICATED again (None: the call's own error stands) while each of the
+    latest 32 still gets its own first answer. (Mutants: FREED_TOKENS_KEPT smaller, larger,
+    or the newest token dropped instead of the oldest.)"""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            freed = []
+            for i in range(33):
+                token = (await mgr.join_match(s.match_id, 0, f"p{i}")).token
+                answer = await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, token), resign=False)
+                freed.append((token, answer))
+            return [mgr.repeated_leave(s.match_id, token) for token, _ in freed], [a for _, a in freed]
+
+    retried, answers = run(go())
+    assert retried[0] is None  # the oldest of 33 is forgotten
+    assert retried[1:] == answers[1:]

@@ -1650,7 +1650,9 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
             await again.close()
 
     error, row = run(go())
-    assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
+    # docs/api.md (Errors): INTERNAL / MATCH_CORRUPT, the code of a server fault (mutant: the
+    # base SessionError's code changed; only its reason was checked)
+    assert (error.code, error.reason) == ("INTERNAL", "MATCH_CORRUPT") and type(error) is SessionError
     with pytest.raises(CorruptLog) as corrupt:
         LiveMatch(row.record, list(row.decks.values()), row.actions)
     said = str(corrupt.value)

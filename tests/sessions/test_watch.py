@@ -529,6 +529,30 @@ def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
     assert left.details["seats"][1]["taken"] is False
 
 
+def test_the_seats_of_presence_events_and_snapshots_say_who_left_for_good():
+    """docs/api.md (the events): the ``seats`` of a ``PRESENCE`` and of a ``SNAPSHOT`` carry
+    ``left``, "the seat's player left the match for good, GJ-12.4, and cannot come back,
+    unlike a disconnected player whose seat a bot plays meanwhile: both are
+    ``replaced_by_bot``". A Georgian Joker player who leaves is so in the ``left`` event the
+    table gets and in a snapshot taken later. (Mutant: LiveMatch.presence's ``left`` false.)"""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            stream = Stream(mgr, match_id, ps[0])
+            await until(lambda: bool(stream.events))
+            await mgr.leave_match(match_id, ps[3], resign=False)
+            await until(lambda: any(e.reason == "left" for e in stream.events))
+            [snapshot] = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
+                                       until=lambda e: True)
+            await stream.close()
+            return next(e for e in stream.events if e.reason == "left"), snapshot
+
+    left, snapshot = run(go())
+    assert snapshot.kind == "snapshot"
+    for seats in (left.details["seats"], snapshot.details["seats"]):
+        assert [(x["left"], x["replaced_by_bot"]) for x in seats] == [(False, False)] * 3 + [(True, True)]
+
+
 def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
     async def go():
         async with manager() as mgr:
