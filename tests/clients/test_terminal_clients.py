@@ -249,6 +249,65 @@ def test_watch_plain_follows_a_match_live(engine):
     assert sum("deals" in line for line in lines) >= 1
 
 
+class _Spectator:
+    """A spectator whose stream brings ``events`` and whose summary names the players seated
+    so far (``names``, which a test changes as someone sits down)."""
+
+    def __init__(self, events, names) -> None:
+        self.events, self.names, self.after_seqs = events, names, []
+
+    async def watch(self, after_seq=None, on_connection=None, **_):
+        self.after_seqs.append(after_seq)
+        for event in self.events:
+            yield event
+
+    async def summary(self):
+        summary = match_pb2.MatchSummary(match_id="m1", game="klaberjass", status=match_pb2.MATCH_STATUS_ACTIVE)
+        for seat, name in enumerate(self.names):
+            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(name), player_name=name)
+        return summary
+
+
+def test_watch_plain_names_a_late_player_and_prints_the_meld_talk_once():
+    """clients.watch --plain: a player who sat down after the watcher started is named from the
+    presence event on (it stayed "seat 1" to the end), and the meld dialogue (KL-5.5; README:
+    "meld talk", which clients.watch --plain prints as it grows) is printed once, not again
+    with every event whose view says the same."""
+    import io
+
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients import watch
+    from engine_service.transport.generated import card_games_pb2, cards_pb2
+
+    view = match_pb2.View(game="klaberjass", seat=-1, hand_sizes=[9, 9], status=match_pb2.MATCH_STATUS_ACTIVE)
+    json_format.ParseDict({"trump": "D", "melds": [{"seat": 0, "say": "value", "value": 20},
+                                                   {"seat": 1, "say": "how_high"}]}, view.table)
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    spectator = _Spectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=4, view=view),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=5, seat=0, action=action, view=view),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1, reason="connected"),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6, seat=1, action=action),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7, reason="rules")],
+        ["ada", "bot"])
+    original = spectator.watch
+
+    async def sits_down(**kwargs):
+        spectator.names[1] = "bob"  # bob takes seat 1 once the watcher has its first summary
+        async for event in original(**kwargs):
+            yield event
+
+    spectator.watch = sits_down
+    out = io.StringIO()
+    run(watch.follow_plain(spectator, Console(file=out, width=200), None))
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    assert [line for line in lines if line.startswith("meld talk")] == ["meld talk: ada 20, bot how high?"], lines
+    assert "bob: connected" in lines and "6 bob: play A♠" in lines, lines
+
+
 def test_watch_screen_shows_the_public_view_only(engine):
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -575,6 +634,10 @@ def test_the_way_back_names_the_ca_file_and_the_token_file(tmp_path):
     app = SimpleNamespace(connection=SimpleNamespace(state=cg.GAVE_UP, error=None, attempt=1), lost=True)
     assert watch.connection_lost_line(app, args).endswith(f"to watch again: python -m clients.watch M1 --target h:1 "
                                                           f"--ca {cert}")
+    # and so do --tls and the TLS name verified: without them the command reached no engine
+    args = watch.build_parser().parse_args(["M1", "--target", "10.0.0.5:1", "--tls", "--server-name", "cards.example"])
+    assert watch.connection_lost_line(app, args).endswith(
+        "to watch again: python -m clients.watch M1 --target 10.0.0.5:1 --tls --server-name cards.example")
 
 
 GRPC_VERBOSITY_AT_IMPORT = """
