@@ -386,6 +386,22 @@ def test_the_result_line_says_how_the_match_ended():
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
 
 
+def test_the_spectators_last_line_says_the_status_and_nobody_won():
+    """clients.watch's last line: the match's status in lower case and its winners, "none"
+    for a match that ended with nobody winning (docs/api.md, View ``winners``: nobody after an
+    abandonment or a termination), as clients.play's says it; totals as JSON for scripts."""
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients.watch import print_final
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_TERMINATED)
+    json_format.ParseDict({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}, summary.result)
+    console = Console(record=True, width=200)
+    print_final(summary, console)
+    assert console.export_text().strip() == "match m1 terminated: winners none; totals [0, 0]"
+
+
 def screen_rows(app) -> list[str]:
     """The terminal's rows as the app draws them (its whole screen), as plain text without
     trailing blanks."""
