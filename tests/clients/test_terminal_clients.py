@@ -22,7 +22,7 @@ from clients import render
 from clients import play
 from clients.play_screen import PlayApp
 from clients.watch_screen import WatchApp
-from engine_service.transport.generated import match_pb2
+from engine_service.transport.generated import card_games_pb2, cards_pb2, match_pb2
 
 from .conftest import ADMIN_TOKEN, run
 
@@ -909,6 +909,74 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                 await pilot.press("1")  # and a move goes through again
                 await wait_for(pilot, lambda: app.view_msg.seq == missed + 1, "my move after the restore")
                 assert (await mine.view()).seq == missed + 1
+
+    run(scenario(), timeout_s=60)
+
+
+class _ScreenSpectator(_Spectator):
+    """A :class:`_Spectator` for the screen: it records how its stream was opened, and may end
+    it with ``error`` after saying the connection dropped (``drop``)."""
+
+    def __init__(self, events, names, error=None, drop=None) -> None:
+        super().__init__(events, names)
+        self.error, self.drop, self.opened = error, drop, []
+
+    async def watch(self, after_seq=None, max_failures=None, on_connection=None):
+        self.opened.append((after_seq, max_failures))
+        for event in self.events:
+            yield event
+        if self.drop is not None:
+            on_connection(self.drop)
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=1)
+        if self.error is not None:
+            raise self.error
+        await asyncio.Event().wait()  # the stream stays open, as on a match nobody moves
+
+
+def test_watch_screen_names_a_late_player_and_opens_the_stream_as_told():
+    """The spectator's screen opens the stream from the ``after_seq`` it was given (0:
+    --from-start) with --reconnect-tries as its limit, and names a player who sat down after
+    it opened from the presence event on (docs/api.md: PRESENCE; the screen asks for the
+    summary then)."""
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=0, seat=1, reason="connected"),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=1, seat=1, action=action)],
+        ["ada", ""])
+
+    async def scenario():
+        app = WatchApp(spectator, 0, summary=await spectator.summary(), reconnect_tries=7)
+        spectator.names[1] = "bob"
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: any("play" in line for line in log_lines(app)), "the action in the log")
+            lines = [line.strip() for line in log_lines(app)]
+            assert "bob: connected" in lines and "1 bob: play A♠" in lines, lines
+        assert spectator.opened == [(0, 7)]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_says_why_its_stream_failed_for_an_error_reconnecting_cannot_fix():
+    """The stream dropped ("reconnecting" at the top), and its reopening was refused for good
+    (no such match: the library raises it without giving up, StreamState): the red line goes,
+    since nothing reconnects, the log says why the stream failed and the screen stays open
+    with the match as it was, as the player's screen does; exit status 3 and the "watch
+    again" line are for a connection given up (README, clients.watch)."""
+    error = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match m1", reason="MATCH_NOT_FOUND")
+    drop = cg.StreamState(cg.RECONNECTING, 1, 30, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+    spectator = _ScreenSpectator([], ["ada", "bob"], error=error, drop=drop)
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.return_code is not None or any(
+                "stream failed" in line for line in log_lines(app)), "the failure")
+            assert "the stream failed: NOT_FOUND MATCH_NOT_FOUND: no match m1" in [
+                line.strip() for line in log_lines(app)], log_lines(app)
+            assert banner(app) == (False, "") and app.connection is None
+            await pilot.pause()
+            assert app.is_running and app.return_code is None
 
     run(scenario(), timeout_s=60)
 
