@@ -913,6 +913,60 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
     run(scenario(), timeout_s=60)
 
 
+def test_watch_plain_keeps_each_line_whole_and_ctrl_c_ends_it_quietly(monkeypatch, capsys):
+    """clients.watch --plain, "for logs and pipes": one line per event however long, in a pipe
+    of the default 80 columns too (the console folded them), and Ctrl-C ends it as it ends
+    clients.play, status 130 and no traceback or error line."""
+    from clients import watch
+
+    long_line = " ".join(f"word{n}" for n in range(40))  # 300 columns
+
+    async def prints(args, console):
+        console.print(long_line)
+        return 0
+
+    async def interrupted(args, console):
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(watch, "run", prints)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 0
+    assert capsys.readouterr().out.splitlines() == [long_line]
+    monkeypatch.setattr(watch, "run", interrupted)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens(monkeypatch, capsys):
+    """No such match (or no engine): the screen's clients.watch asks for the match before the
+    screen opens, so the refusal is the one ``error:`` line, status 1 (README: "Exit status 1
+    is the engine's or the connection's failure"); asked from the open screen it came with
+    textual's traceback."""
+    import contextlib
+
+    from clients import watch, watch_screen
+
+    class Spectator:
+        async def summary(self):
+            raise cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match M1", reason="MATCH_NOT_FOUND")
+
+    class Client:
+        def spectate(self, match_id):
+            return Spectator()
+
+    @contextlib.asynccontextmanager
+    async def connect(target, **_):
+        yield Client()
+
+    def screen(*args, **kwargs):
+        raise AssertionError("the screen opened for a match that cannot be followed")
+
+    monkeypatch.setattr(watch, "connect", connect)
+    monkeypatch.setattr(watch_screen, "WatchApp", screen)
+    assert watch.main(["M1", "--target", "h:1"]) == 1
+    assert capsys.readouterr().err.splitlines() == ["error: NOT_FOUND MATCH_NOT_FOUND: no match M1"]
+
+
 class _ScreenSpectator(_Spectator):
     """A :class:`_Spectator` for the screen: it records how its stream was opened, and may end
     it with ``error`` after saying the connection dropped (``drop``)."""
