@@ -1011,6 +1011,34 @@ def test_watch_screen_names_a_late_player_and_opens_the_stream_as_told():
     run(scenario(), timeout_s=60)
 
 
+def test_watch_screen_counts_the_turn_down_on_the_servers_clock():
+    """A view's deadline is on the server's clock (docs/api.md, HEARTBEAT ``server_time``: "a
+    countdown on a device whose clock is off adds server_time minus the time the heartbeat
+    arrived"): the spectator's countdown on a machine whose clock is 1000 s behind the
+    server's shows the minute left, not 1060 s."""
+    from google.protobuf import struct_pb2, timestamp_pb2
+
+    ahead_s = 1000.0
+    details = struct_pb2.Struct()
+    details.update({"server_time": time.time() + ahead_s})
+    view = match_pb2.View(game="klaberjass", hand_sizes=[9, 9], to_act=1, status=match_pb2.MATCH_STATUS_ACTIVE,
+                          phase="playing", seq=3)
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + ahead_s + 60)))
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=3, details=details),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=3, view=view)], ["ada", "bob"])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board")
+            header = screen_text(app).splitlines()[0]
+            left = re.search(r"bob to act\s+(\d+) s", header)
+            assert left and 0 < int(left[1]) <= 60, header
+
+    run(scenario(), timeout_s=60)
+
+
 def test_watch_screen_says_why_its_stream_failed_for_an_error_reconnecting_cannot_fix():
     """The stream dropped ("reconnecting" at the top), and its reopening was refused for good
     (no such match: the library raises it without giving up, StreamState): the red line goes,
