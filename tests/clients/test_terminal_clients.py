@@ -2118,6 +2118,31 @@ def test_watch_screen_keeps_the_event_log_beside_a_full_jo_jotte_board(engine):
     run(scenario(), timeout_s=60)
 
 
+def test_watch_screens_red_line_takes_its_row_from_the_board_not_the_log():
+    """The connection-lost line at the top of the spectator's screen (README, clients.watch)
+    takes its row from the board, which is fitted again to the rows left: on 80x20, where a
+    full Jo-Jotte board is cut to fit, the event log keeps its rows (WatchApp.MIN_LOG_ROWS)
+    and stays on screen."""
+    base = match_pb2.View(game="jojotte", hand_sizes=[8, 8], to_act=0, phase="playing", seq=9,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=9, view=full_jojotte_board(base))], ["ada", "bob"])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(80, 20)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board")
+            lost = cg.StreamState(cg.RECONNECTING, 1, 30)
+            app.on_connection(lost)
+            app.redraw()  # as its half-second tick does
+            await pilot.pause()
+            assert screen_rows(app)[0].strip() == render.connection_text(lost)
+            log = app.query_one("#log").region
+            assert log.y + log.height <= 20 - 1 and log.height >= app.MIN_LOG_ROWS, f"the event log is squeezed: {log}"
+
+    run(scenario(), timeout_s=60)
+
+
 def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
     adds the deal's breakdown (KL-9.1 totals, who had more)."""
