@@ -1045,7 +1045,8 @@ def test_watch_screen_says_why_its_stream_failed_for_an_error_reconnecting_canno
     since nothing reconnects, the log says why the stream failed and the screen stays open
     with the match as it was, as the player's screen does; exit status 3 and the "watch
     again" line are for a connection given up (README, clients.watch)."""
-    error = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match m1", reason="MATCH_NOT_FOUND")
+    # the match id as typed, brackets and all: the line is text, never read as markup
+    error = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match [b]m1", reason="MATCH_NOT_FOUND")
     drop = cg.StreamState(cg.RECONNECTING, 1, 30, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
     spectator = _ScreenSpectator([], ["ada", "bob"], error=error, drop=drop)
 
@@ -1054,7 +1055,7 @@ def test_watch_screen_says_why_its_stream_failed_for_an_error_reconnecting_canno
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_for(pilot, lambda: app.return_code is not None or any(
                 "stream failed" in line for line in log_lines(app)), "the failure")
-            assert "the stream failed: NOT_FOUND MATCH_NOT_FOUND: no match m1" in [
+            assert "the stream failed: NOT_FOUND MATCH_NOT_FOUND: no match [b]m1" in [
                 line.strip() for line in log_lines(app)], log_lines(app)
             assert banner(app) == (False, "") and app.connection is None
             await pilot.pause()
