@@ -847,7 +847,7 @@ class _Health:
     """A grpc.health.v1 server answering ``status`` to every Check, recording the service
     asked about and the seconds the call had left when it arrived."""
 
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, tls: tuple | None = None) -> None:
         from grpc_health.v1 import health_pb2, health_pb2_grpc
 
         outer = self
@@ -863,7 +863,12 @@ class _Health:
 
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         health_pb2_grpc.add_HealthServicer_to_server(Servicer(), self.server)
-        self.target = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        if tls is None:
+            port = self.server.add_insecure_port("127.0.0.1:0")
+        else:  # (cert, key) files
+            cert, key = (path.read_bytes() for path in tls)
+            port = self.server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(key, cert)]))
+        self.target = f"127.0.0.1:{port}"
 
     def __enter__(self) -> "_Health":
         self.server.start()
@@ -890,6 +895,23 @@ def test_health_asks_about_the_service_given_within_its_timeout_and_says_why_it_
     (service, left_s), (whole, default_left_s) = server.asked
     assert service == "cardgames.v1.CardGamesService" and 0 < left_s <= 0.5, server.asked
     assert whole == "" and 0.5 < default_left_s <= 3.0, server.asked  # the default: 3 s
+
+
+def test_health_verifies_the_tls_name_given_with_the_ca_given(tmp_path, capsys):
+    """``--server-name``: the TLS name verified instead of the target's host (an engine reached
+    by its address whose certificate names it otherwise), against the ``--ca`` given; without
+    it the handshake fails, the name matching neither."""
+    from clients import health
+
+    from .conftest import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path, names="DNS:engine.test")
+    with _Health("SERVING", tls=(cert, key)) as server:
+        assert health.main(["--target", server.target, "--ca", str(cert), "--server-name", "engine.test"]) == 0
+        assert capsys.readouterr().err == ""
+        assert health.main(["--target", server.target, "--ca", str(cert)]) == 1
+        assert capsys.readouterr().err.startswith(f"{server.target}: UNAVAILABLE")
+    assert [service for service, _ in server.asked] == [""]
 
 
 class _RestoredFromABackup(ScriptedService):
