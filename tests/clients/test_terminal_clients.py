@@ -2251,6 +2251,30 @@ def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
     assert utf8.getvalue().decode("utf-8").strip() == "10♥"
 
 
+def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkeypatch):
+    """terminal_text.console: the one-line errors go to stderr under a non-UTF-8 locale too
+    (a script reading stdout gets no error among it), each line written as it is printed (a
+    log or a pipe following clients.watch --plain sees every event as it happens, not a buffer
+    full at a time), and a terminal stays a terminal to rich."""
+    import io
+
+    from clients import terminal_text
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    out, err = io.BytesIO(), io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="latin-1"))
+    monkeypatch.setattr(sys, "stderr", Terminal(err, encoding="ascii"))
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("QS"))
+    assert out.getvalue() == b"QS\n"  # there already: flushed with the line
+    console = terminal_text.console(stderr=True, highlight=False, soft_wrap=True)
+    assert console.is_terminal
+    console.print("error: 10♥ is not yours")
+    assert err.getvalue().decode("ascii").strip().endswith("error: 10H is not yours"), err.getvalue()
+
+
 def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
     """On 80x24 the deal results below the board give way to the actions, so a Georgian Joker
     pulka's premium and moshla (GJ-8), which go on the totals and not on any deal's score,
