@@ -2275,6 +2275,28 @@ def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkey
     assert err.getvalue().decode("ascii").strip().endswith("error: 10H is not yours"), err.getvalue()
 
 
+def test_a_stream_whose_encoding_is_unknown_gets_ascii():
+    """can_encode: a stream that names no encoding is taken as UTF-8 (as rich takes it); one
+    whose encoding Python does not know holds no suit symbol, and the fallback writer then
+    writes ASCII to it (module docstring: the program goes on; the first line raised
+    LookupError)."""
+    import io
+
+    from clients import terminal_text
+
+    class Unnamed(io.StringIO):
+        encoding = None
+
+    class Unknown(io.StringIO):
+        encoding = "x-unknown-8bit"
+
+    assert terminal_text.can_encode(Unnamed())
+    stream = Unknown()
+    assert not terminal_text.can_encode(stream)
+    terminal_text.FallbackWriter(stream).write("10♥ → A♠ ✓\n")
+    assert stream.getvalue() == "10H -> AS ?\n"
+
+
 def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
     """On 80x24 the deal results below the board give way to the actions, so a Georgian Joker
     pulka's premium and moshla (GJ-8), which go on the totals and not on any deal's score,
