@@ -44,7 +44,15 @@ class FallbackWriter(io.TextIOBase):
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.stream, "encoding", None) or "ascii"
+        """The stream's encoding; ASCII when it says none or one Python does not know (which
+        :func:`can_encode` counts as holding no suit symbol: writing in it failed with
+        LookupError at the first line)."""
+        encoding = getattr(self.stream, "encoding", None) or "ascii"
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            return "ascii"
+        return encoding
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -55,7 +63,7 @@ class FallbackWriter(io.TextIOBase):
     def write(self, text: str) -> int:
         try:
             text.encode(self.encoding)
-        except (LookupError, UnicodeEncodeError):
+        except UnicodeEncodeError:
             text = text.translate(ASCII_FALLBACKS)
             text = text.encode(self.encoding, errors="replace").decode(self.encoding)
         self.stream.write(text)

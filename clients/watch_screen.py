@@ -52,7 +52,6 @@ class WatchApp(ConnectionSign, App):
         #: the server's clock, which the countdown's deadline is on (HEARTBEAT server_time)
         self.server_clock = ServerClock()
         self.summary = summary
-        self.ended = False
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._deals_logged: int | None = None  # scored deals written to the log (log_scored_deals)
@@ -88,7 +87,6 @@ class WatchApp(ConnectionSign, App):
                     self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
                     self.summary = await self.spectator.summary()
-                    self.ended = True
                 self.redraw()
         except CardGamesError as exc:
             if self.lost:

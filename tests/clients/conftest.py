@@ -44,16 +44,17 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
-    """A throw-away TLS certificate for localhost / 127.0.0.1 and its key: (cert, key). An EC
-    key (P-256): made in milliseconds, where an RSA 2048 key took 0.2 s of CPU or more."""
+def self_signed_certificate(folder: Path, names: str = "DNS:localhost,IP:127.0.0.1") -> tuple[Path, Path]:
+    """A throw-away TLS certificate for localhost / 127.0.0.1 (or the subjectAltName ``names``)
+    and its key: (cert, key). An EC key (P-256): made in milliseconds, where an RSA 2048 key
+    took 0.2 s of CPU or more."""
     openssl = shutil.which("openssl")
     assert openssl, "openssl is needed to make a test certificate"
     key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", str(key),
                     "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                    "-addext", f"subjectAltName={names}"],
                    check=True, capture_output=True)
     return cert, key
 

@@ -843,6 +843,78 @@ def test_a_server_name_to_verify_means_tls_as_in_the_node_client(engine, capsys)
     assert health.main(["--target", engine.target]) == 0
 
 
+class _Health:
+    """A grpc.health.v1 server answering ``status`` to every Check, recording the service
+    asked about and the seconds the call had left when it arrived."""
+
+    def __init__(self, status: str, tls: tuple | None = None) -> None:
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        outer = self
+        self.status, self.asked = status, []
+
+        class Servicer(health_pb2_grpc.HealthServicer):
+            def Check(self, request, context):
+                outer.asked.append((request.service, context.time_remaining()))
+                return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.ServingStatus.Value(
+                    outer.status))
+
+        from concurrent import futures
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        health_pb2_grpc.add_HealthServicer_to_server(Servicer(), self.server)
+        if tls is None:
+            port = self.server.add_insecure_port("127.0.0.1:0")
+        else:  # (cert, key) files
+            cert, key = (path.read_bytes() for path in tls)
+            port = self.server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(key, cert)]))
+        self.target = f"127.0.0.1:{port}"
+
+    def __enter__(self) -> "_Health":
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.stop(None)
+
+
+def test_health_asks_about_the_service_given_within_its_timeout_and_says_why_it_is_unhealthy(capsys):
+    """clients.health: exit 0 only when the answer is SERVING (docs/operations.md); otherwise
+    status 1 and the reason on stderr (the module's docstring: NOT_SERVING while draining).
+    It asks about ``--service`` (the whole server without it) and waits ``--timeout`` seconds
+    at most: the call carries that deadline."""
+    from clients import health
+
+    with _Health("NOT_SERVING") as server:
+        assert health.main(["--target", server.target, "--service", "cardgames.v1.CardGamesService",
+                            "--timeout", "0.5"]) == 1
+        assert capsys.readouterr() == ("", f"{server.target}: NOT_SERVING\n")
+        server.status = "SERVING"
+        assert health.main(["--target", server.target]) == 0
+        assert capsys.readouterr() == ("", "")
+    # the seconds left as the server reckons them: the deadline sent, give or take the clocks' grain
+    (service, left_s), (whole, default_left_s) = server.asked
+    assert service == "cardgames.v1.CardGamesService" and 0 < left_s < 1.0, server.asked
+    assert whole == "" and 1.5 < default_left_s < 3.5, server.asked  # the default: 3 s
+
+
+def test_health_verifies_the_tls_name_given_with_the_ca_given(tmp_path, capsys):
+    """``--server-name``: the TLS name verified instead of the target's host (an engine reached
+    by its address whose certificate names it otherwise), against the ``--ca`` given; without
+    it the handshake fails, the name matching neither."""
+    from clients import health
+
+    from .conftest import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path, names="DNS:engine.test")
+    with _Health("SERVING", tls=(cert, key)) as server:
+        assert health.main(["--target", server.target, "--ca", str(cert), "--server-name", "engine.test"]) == 0
+        assert capsys.readouterr().err == ""
+        assert health.main(["--target", server.target, "--ca", str(cert)]) == 1
+        assert capsys.readouterr().err.startswith(f"{server.target}: UNAVAILABLE")
+    assert [service for service, _ in server.asked] == [""]
+
+
 class _RestoredFromABackup(ScriptedService):
     """The first stream delivers up to seq 6 and drops (the engine stops); the engine comes back
     on a backup taken at seq 2: after_seq 6 is ahead of the match (BAD_AFTER_SEQ), and a stream

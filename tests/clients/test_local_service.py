@@ -101,3 +101,107 @@ def test_a_start_reads_the_engines_log_every_10_ms(tmp_path, monkeypatch):
         assert naps and max(naps) <= 0.01, naps
     finally:
         service.kill()
+
+
+def _fake_engine(tmp_path, script: str) -> str:
+    """A stand-in for ``python`` (``LocalService(python=...)``): a shell script, ``script``."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    return str(fake)
+
+
+#: Says it listens on port 4321, with the admin token it was given and its arguments, then waits.
+STARTS = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 4321, "
+          "\\\"token\\\": \\\"${CARDGAMES_ADMIN_TOKEN-none}\\\", \\\"args\\\": \\\"$*\\\"}\"\n"
+          "exec sleep 60\n")
+
+
+def test_the_admin_token_goes_in_the_environment_and_only_the_one_given(tmp_path):
+    """The engine's admin token is the one given (``admin_token``), in its environment, never
+    on its command line (anyone on the machine reads that); one in the caller's environment is
+    not passed on, so that an engine started without a token has none."""
+    env = dict(os.environ, CARDGAMES_ADMIN_TOKEN="the caller's")
+    for token, has in ((None, "none"), ("s3cret-t0ken", "s3cret-t0ken")):
+        service = LocalService(python=_fake_engine(tmp_path, STARTS), env=env, admin_token=token,
+                               log_path=tmp_path / f"engine-{has}.log")
+        try:
+            service.start()
+            line = service.find_log("grpc_server_started")[-1]
+            assert line["token"] == has and "s3cret" not in line["args"], line
+        finally:
+            service.kill()
+
+
+def test_a_reused_log_file_is_read_from_this_start_on(tmp_path):
+    """``log_path`` may hold earlier runs: the port is the one this start logs, not an older
+    engine's (a client would reach nothing, or another engine)."""
+    log = tmp_path / "engine.log"
+    log.write_text('{"event": "grpc_server_started", "port": 1111}\n'
+                   '{"event": "grpc_server_started", "port": 2222}\n')
+    service = LocalService(python=_fake_engine(tmp_path, "sleep 0.1\n" + STARTS), log_path=log)
+    try:
+        assert service.start().target == "127.0.0.1:4321"
+    finally:
+        service.kill()
+
+
+def test_an_engine_that_exits_or_never_listens_is_one_failure_naming_it(tmp_path):
+    """ServiceFailed: an engine that exits at its start is said at once with its status and
+    its last log lines (not after the start's whole timeout); one that never says it listens
+    is killed at the timeout. Before a start there is no target to give."""
+    service = LocalService(python=_fake_engine(tmp_path, "echo 'cannot open the database' >&2\nexit 2\n"),
+                           log_path=tmp_path / "exits.log", startup_timeout_s=20)
+    with pytest.raises(RuntimeError, match="the service is not started"):
+        getattr(service, "target")
+    started = time.monotonic()
+    with pytest.raises(local_service.ServiceFailed) as failed:
+        service.start()
+    assert str(failed.value) == "the engine exited with status 2:\ncannot open the database"
+    assert time.monotonic() - started < 10, "the exit was seen only at the start's timeout"
+    quiet = LocalService(python=_fake_engine(tmp_path, "exec sleep 60\n"), log_path=tmp_path / "quiet.log",
+                         startup_timeout_s=0.2)
+    try:
+        with pytest.raises(local_service.ServiceFailed, match=r"^the engine did not start within 0.2 s:"):
+            quiet.start()
+        assert quiet.process.poll() == -signal.SIGKILL  # killed, and reaped
+    finally:
+        quiet.kill()
+
+
+def test_a_failed_start_is_said_in_one_line(tmp_path):
+    """failure(): the last error (or critical) line's ``error``, or its event when it has none;
+    else the last line of the log's tail less argparse's ``prog: error:`` (or a plain
+    ``error:``); else the status line without its colon. JSON that is no log line is skipped,
+    and a log never written is no line at all."""
+    log = tmp_path / "engine.log"
+    service = LocalService(log_path=log)
+    exited = local_service.ServiceFailed("the engine exited with status 2:")
+    assert service.logs() == [] and service.failure(exited) == "the engine exited with status 2"
+    log.write_text('42\n["a list"]\n')
+    assert service.logs() == []
+    argparse_says = local_service.ServiceFailed(
+        "the engine exited with status 2:\nusage: python -m engine_service serve [-h]\n"
+        "python -m engine_service serve: error: argument --port: not a port\n\n")
+    assert service.failure(argparse_says) == "argument --port: not a port"
+    assert service.failure(local_service.ServiceFailed("the engine exited with status 1:\nerror: no such file\n")) \
+        == "no such file"
+    log.write_text('{"level": "error", "event": "store_open_failed", "error": "disk full"}\n'
+                   '{"level": "critical", "event": "cannot_serve"}\n')
+    assert service.failure(argparse_says) == "cannot_serve"
+    log.write_text('{"level": "error", "event": "a", "error": "first"}\n'
+                   '{"level": "warning", "event": "b", "error": "a warning"}\n'
+                   '{"level": "error", "event": "c", "error": "last"}\n')
+    assert service.failure(exited) == "last"
+
+
+def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
+    """A log file of its own (no ``log_path``) goes with the service at the end of its
+    ``with`` block; the caller's log file stays. stop() before any start is 0."""
+    mine = LocalService(python=_fake_engine(tmp_path, STARTS))
+    theirs = LocalService(python=_fake_engine(tmp_path, STARTS), log_path=tmp_path / "engine.log")
+    assert theirs.stop() == 0
+    for service in (mine, theirs):
+        with service:
+            assert service.log_path.exists()
+    assert not mine.log_path.exists() and theirs.log_path.exists()

@@ -22,7 +22,7 @@ from clients import render
 from clients import play
 from clients.play_screen import PlayApp
 from clients.watch_screen import WatchApp
-from engine_service.transport.generated import match_pb2
+from engine_service.transport.generated import card_games_pb2, cards_pb2, match_pb2
 
 from .conftest import ADMIN_TOKEN, run
 
@@ -249,6 +249,65 @@ def test_watch_plain_follows_a_match_live(engine):
     assert sum("deals" in line for line in lines) >= 1
 
 
+class _Spectator:
+    """A spectator whose stream brings ``events`` and whose summary names the players seated
+    so far (``names``, which a test changes as someone sits down)."""
+
+    def __init__(self, events, names) -> None:
+        self.events, self.names, self.after_seqs = events, names, []
+
+    async def watch(self, after_seq=None, on_connection=None, **_):
+        self.after_seqs.append(after_seq)
+        for event in self.events:
+            yield event
+
+    async def summary(self):
+        summary = match_pb2.MatchSummary(match_id="m1", game="klaberjass", status=match_pb2.MATCH_STATUS_ACTIVE)
+        for seat, name in enumerate(self.names):
+            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(name), player_name=name)
+        return summary
+
+
+def test_watch_plain_names_a_late_player_and_prints_the_meld_talk_once():
+    """clients.watch --plain: a player who sat down after the watcher started is named from the
+    presence event on (it stayed "seat 1" to the end), and the meld dialogue (KL-5.5; README:
+    "meld talk", which clients.watch --plain prints as it grows) is printed once, not again
+    with every event whose view says the same."""
+    import io
+
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients import watch
+    from engine_service.transport.generated import card_games_pb2, cards_pb2
+
+    view = match_pb2.View(game="klaberjass", seat=-1, hand_sizes=[9, 9], status=match_pb2.MATCH_STATUS_ACTIVE)
+    json_format.ParseDict({"trump": "D", "melds": [{"seat": 0, "say": "value", "value": 20},
+                                                   {"seat": 1, "say": "how_high"}]}, view.table)
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    spectator = _Spectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=4, view=view),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=5, seat=0, action=action, view=view),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1, reason="connected"),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6, seat=1, action=action),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7, reason="rules")],
+        ["ada", "bot"])
+    original = spectator.watch
+
+    async def sits_down(**kwargs):
+        spectator.names[1] = "bob"  # bob takes seat 1 once the watcher has its first summary
+        async for event in original(**kwargs):
+            yield event
+
+    spectator.watch = sits_down
+    out = io.StringIO()
+    run(watch.follow_plain(spectator, Console(file=out, width=200), None))
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    assert [line for line in lines if line.startswith("meld talk")] == ["meld talk: ada 20, bot how high?"], lines
+    assert "bob: connected" in lines and "6 bob: play A♠" in lines, lines
+
+
 def test_watch_screen_shows_the_public_view_only(engine):
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -325,6 +384,22 @@ def test_the_result_line_says_how_the_match_ended():
     terminated = line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"})
     assert terminated.endswith("(terminated: stuck)") and "winners none;" in terminated, terminated
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
+
+
+def test_the_spectators_last_line_says_the_status_and_nobody_won():
+    """clients.watch's last line: the match's status in lower case and its winners, "none"
+    for a match that ended with nobody winning (docs/api.md, View ``winners``: nobody after an
+    abandonment or a termination), as clients.play's says it; totals as JSON for scripts."""
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients.watch import print_final
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_TERMINATED)
+    json_format.ParseDict({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}, summary.result)
+    console = Console(record=True, width=200)
+    print_final(summary, console)
+    assert console.export_text().strip() == "match m1 terminated: winners none; totals [0, 0]"
 
 
 def screen_rows(app) -> list[str]:
@@ -575,6 +650,10 @@ def test_the_way_back_names_the_ca_file_and_the_token_file(tmp_path):
     app = SimpleNamespace(connection=SimpleNamespace(state=cg.GAVE_UP, error=None, attempt=1), lost=True)
     assert watch.connection_lost_line(app, args).endswith(f"to watch again: python -m clients.watch M1 --target h:1 "
                                                           f"--ca {cert}")
+    # and so do --tls and the TLS name verified: without them the command reached no engine
+    args = watch.build_parser().parse_args(["M1", "--target", "10.0.0.5:1", "--tls", "--server-name", "cards.example"])
+    assert watch.connection_lost_line(app, args).endswith(
+        "to watch again: python -m clients.watch M1 --target 10.0.0.5:1 --tls --server-name cards.example")
 
 
 GRPC_VERBOSITY_AT_IMPORT = """
@@ -830,6 +909,157 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                 await pilot.press("1")  # and a move goes through again
                 await wait_for(pilot, lambda: app.view_msg.seq == missed + 1, "my move after the restore")
                 assert (await mine.view()).seq == missed + 1
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_plain_keeps_each_line_whole_and_ctrl_c_ends_it_quietly(monkeypatch, capsys):
+    """clients.watch --plain, "for logs and pipes": one line per event however long, in a pipe
+    of the default 80 columns too (the console folded them), and Ctrl-C ends it as it ends
+    clients.play, status 130 and no traceback or error line."""
+    from clients import watch
+
+    long_line = " ".join(f"word{n}" for n in range(40))  # 300 columns
+
+    async def prints(args, console):
+        console.print(long_line)
+        return 0
+
+    async def interrupted(args, console):
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(watch, "run", prints)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 0
+    assert capsys.readouterr().out.splitlines() == [long_line]
+    monkeypatch.setattr(watch, "run", interrupted)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens(monkeypatch, capsys):
+    """No such match (or no engine): the screen's clients.watch asks for the match before the
+    screen opens, so the refusal is the one ``error:`` line, status 1 (README: "Exit status 1
+    is the engine's or the connection's failure"); asked from the open screen it came with
+    textual's traceback."""
+    import contextlib
+
+    from clients import watch, watch_screen
+
+    class Spectator:
+        async def summary(self):
+            raise cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match M1", reason="MATCH_NOT_FOUND")
+
+    class Client:
+        def spectate(self, match_id):
+            return Spectator()
+
+    @contextlib.asynccontextmanager
+    async def connect(target, **_):
+        yield Client()
+
+    def screen(*args, **kwargs):
+        raise AssertionError("the screen opened for a match that cannot be followed")
+
+    monkeypatch.setattr(watch, "connect", connect)
+    monkeypatch.setattr(watch_screen, "WatchApp", screen)
+    assert watch.main(["M1", "--target", "h:1"]) == 1
+    assert capsys.readouterr().err.splitlines() == ["error: NOT_FOUND MATCH_NOT_FOUND: no match M1"]
+
+
+class _ScreenSpectator(_Spectator):
+    """A :class:`_Spectator` for the screen: it records how its stream was opened, and may end
+    it with ``error`` after saying the connection dropped (``drop``)."""
+
+    def __init__(self, events, names, error=None, drop=None) -> None:
+        super().__init__(events, names)
+        self.error, self.drop, self.opened = error, drop, []
+
+    async def watch(self, after_seq=None, max_failures=None, on_connection=None):
+        self.opened.append((after_seq, max_failures))
+        for event in self.events:
+            yield event
+        if self.drop is not None:
+            on_connection(self.drop)
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=1)
+        if self.error is not None:
+            raise self.error
+        await asyncio.Event().wait()  # the stream stays open, as on a match nobody moves
+
+
+def test_watch_screen_names_a_late_player_and_opens_the_stream_as_told():
+    """The spectator's screen opens the stream from the ``after_seq`` it was given (0:
+    --from-start) with --reconnect-tries as its limit, and names a player who sat down after
+    it opened from the presence event on (docs/api.md: PRESENCE; the screen asks for the
+    summary then)."""
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=0, seat=1, reason="connected"),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=1, seat=1, action=action)],
+        ["ada", ""])
+
+    async def scenario():
+        app = WatchApp(spectator, 0, summary=await spectator.summary(), reconnect_tries=7)
+        spectator.names[1] = "bob"
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: any("play" in line for line in log_lines(app)), "the action in the log")
+            lines = [line.strip() for line in log_lines(app)]
+            assert "bob: connected" in lines and "1 bob: play A♠" in lines, lines
+        assert spectator.opened == [(0, 7)]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_counts_the_turn_down_on_the_servers_clock():
+    """A view's deadline is on the server's clock (docs/api.md, HEARTBEAT ``server_time``: "a
+    countdown on a device whose clock is off adds server_time minus the time the heartbeat
+    arrived"): the spectator's countdown on a machine whose clock is 1000 s behind the
+    server's shows the minute left, not 1060 s."""
+    from google.protobuf import struct_pb2, timestamp_pb2
+
+    ahead_s = 1000.0
+    details = struct_pb2.Struct()
+    details.update({"server_time": time.time() + ahead_s})
+    view = match_pb2.View(game="klaberjass", hand_sizes=[9, 9], to_act=1, status=match_pb2.MATCH_STATUS_ACTIVE,
+                          phase="playing", seq=3)
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + ahead_s + 60)))
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=3, details=details),
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=3, view=view)], ["ada", "bob"])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board")
+            header = screen_text(app).splitlines()[0]
+            left = re.search(r"bob to act\s+(\d+) s", header)
+            assert left and 0 < int(left[1]) <= 60, header
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_says_why_its_stream_failed_for_an_error_reconnecting_cannot_fix():
+    """The stream dropped ("reconnecting" at the top), and its reopening was refused for good
+    (no such match: the library raises it without giving up, StreamState): the red line goes,
+    since nothing reconnects, the log says why the stream failed and the screen stays open
+    with the match as it was, as the player's screen does; exit status 3 and the "watch
+    again" line are for a connection given up (README, clients.watch)."""
+    # the match id as typed, brackets and all: the line is text, never read as markup
+    error = cg.CardGamesError(grpc.StatusCode.NOT_FOUND, "no match [b]m1", reason="MATCH_NOT_FOUND")
+    drop = cg.StreamState(cg.RECONNECTING, 1, 30, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+    spectator = _ScreenSpectator([], ["ada", "bob"], error=error, drop=drop)
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.return_code is not None or any(
+                "stream failed" in line for line in log_lines(app)), "the failure")
+            assert "the stream failed: NOT_FOUND MATCH_NOT_FOUND: no match [b]m1" in [
+                line.strip() for line in log_lines(app)], log_lines(app)
+            assert banner(app) == (False, "") and app.connection is None
+            await pilot.pause()
+            assert app.is_running and app.return_code is None
 
     run(scenario(), timeout_s=60)
 
@@ -1889,6 +2119,31 @@ def test_watch_screen_keeps_the_event_log_beside_a_full_jo_jotte_board(engine):
     run(scenario(), timeout_s=60)
 
 
+def test_watch_screens_red_line_takes_its_row_from_the_board_not_the_log():
+    """The connection-lost line at the top of the spectator's screen (README, clients.watch)
+    takes its row from the board, which is fitted again to the rows left: on 80x20, where a
+    full Jo-Jotte board is cut to fit, the event log keeps its rows (WatchApp.MIN_LOG_ROWS)
+    and stays on screen."""
+    base = match_pb2.View(game="jojotte", hand_sizes=[8, 8], to_act=0, phase="playing", seq=9,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=9, view=full_jojotte_board(base))], ["ada", "bob"])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(80, 20)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board")
+            lost = cg.StreamState(cg.RECONNECTING, 1, 30)
+            app.on_connection(lost)
+            app.redraw()  # as its half-second tick does
+            await pilot.pause()
+            assert screen_rows(app)[0].strip() == render.connection_text(lost)
+            log = app.query_one("#log").region
+            assert log.y + log.height <= 20 - 1 and log.height >= app.MIN_LOG_ROWS, f"the event log is squeezed: {log}"
+
+    run(scenario(), timeout_s=60)
+
+
 def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
     adds the deal's breakdown (KL-9.1 totals, who had more)."""
@@ -1994,6 +2249,52 @@ def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
     terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
     assert utf8.getvalue().decode("utf-8").strip() == "10♥"
+
+
+def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkeypatch):
+    """terminal_text.console: the one-line errors go to stderr under a non-UTF-8 locale too
+    (a script reading stdout gets no error among it), each line written as it is printed (a
+    log or a pipe following clients.watch --plain sees every event as it happens, not a buffer
+    full at a time), and a terminal stays a terminal to rich."""
+    import io
+
+    from clients import terminal_text
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    out, err = io.BytesIO(), io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="latin-1"))
+    monkeypatch.setattr(sys, "stderr", Terminal(err, encoding="ascii"))
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("QS"))
+    assert out.getvalue() == b"QS\n"  # there already: flushed with the line
+    console = terminal_text.console(stderr=True, highlight=False, soft_wrap=True)
+    assert console.is_terminal
+    console.print("error: 10♥ is not yours")
+    assert err.getvalue().decode("ascii").strip().endswith("error: 10H is not yours"), err.getvalue()
+
+
+def test_a_stream_whose_encoding_is_unknown_gets_ascii():
+    """can_encode: a stream that names no encoding is taken as UTF-8 (as rich takes it); one
+    whose encoding Python does not know holds no suit symbol, and the fallback writer then
+    writes ASCII to it (module docstring: the program goes on; the first line raised
+    LookupError)."""
+    import io
+
+    from clients import terminal_text
+
+    class Unnamed(io.StringIO):
+        encoding = None
+
+    class Unknown(io.StringIO):
+        encoding = "x-unknown-8bit"
+
+    assert terminal_text.can_encode(Unnamed())
+    stream = Unknown()
+    assert not terminal_text.can_encode(stream)
+    terminal_text.FallbackWriter(stream).write("10♥ → A♠ ✓\n")
+    assert stream.getvalue() == "10H -> AS ?\n"
 
 
 def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
