@@ -57,8 +57,8 @@ def before_start(public: Mapping[str, Any], audience: Audience, draw_keys: Seque
     The draw is made when the match is created (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9), before the
     seats are taken: shown in the waiting view (``dealer`` and the game's ``draw_keys``:
     the first dealer, the elder hand, the forehand...), it let whoever joined choose the
-    dealer's or the elder's seat, which defeats the draw. They read 0 (``dealer``) and null
-    until the start's view shows them.
+    dealer's or the elder's seat, which defeats the draw. They are None until the start's view
+    shows them (on the wire ``dealer`` then reads 0, docs/api.md, the table's keys null).
 
     Nothing private is shown before the start. A seat may be left and joined again while the
     match waits (its token then stops working), so with its hand on show one player could look
