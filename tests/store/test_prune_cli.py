@@ -170,6 +170,10 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     assert prune(capsys, "--db", "memory:", "--older-than-days", "1") == \
         (2, "", "error: 'memory:' keeps nothing to prune\n")
     assert prune(capsys, "--older-than-days", "1")[2] == "error: --db is required (or set CARDGAMES_DB)\n"
+    assert prune(capsys, "--db", " \n", "--older-than-days", "1")[2] == "error: --db is required (or set CARDGAMES_DB)\n"
+    # a folder is no database file either: said as such, before anything is opened in it
+    assert prune(capsys, "--db", str(tmp_path), "--older-than-days", "1") == \
+        (2, "", f"error: no database file at {tmp_path}\n")
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not a database " * 100)
     status, _, err = prune(capsys, "--db", str(garbage), "--older-than-days", "1")
@@ -244,6 +248,9 @@ def test_the_database_from_cardgames_db(tmp_path, capsys, monkeypatch):
     populate_sqlite(db, actions=2)
     monkeypatch.setenv("CARDGAMES_DB", str(db))
     status, out, _ = prune(capsys, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and out.startswith(f"{db}: ")
+    # read as serve reads --db: the newline a file or a shell's $(cat ...) leaves is not part of it
+    status, out, _ = prune(capsys, "--db", f" {db}\n", "--older-than-days", "30", "--dry-run")
     assert status == 0 and out.startswith(f"{db}: ")
 
 
@@ -403,6 +410,50 @@ def test_one_day_is_said_in_the_singular(tmp_path, capsys):
     for days, said in (("1.0000001", "1 day"), ("0.5", "0.5 days"), ("0", "0 days"), ("2", "2 days")):
         status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", days, "--dry-run")
         assert status == 0 and f"(more than {said} ago)" in out, out
+
+
+def test_the_cutoff_is_n_days_of_86400_seconds_before_now(tmp_path, capsys):
+    """docs/operations.md, Retention: the matches that ended more than N days ago; the first
+    line says the cutoff, now less N days, in UTC."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    before = time.time()
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "2.5", "--dry-run")
+    after = time.time()
+    said = re.search(r"matches that ended before (\S+) \(more than 2.5 days ago\)", out)
+    assert status == 0 and said, out
+    assert prune_cli._iso(before - 2.5 * DAY) <= said.group(1) <= prune_cli._iso(after - 2.5 * DAY)
+    assert said.group(1).endswith("+00:00")
+
+
+def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_path, capsys, monkeypatch):
+    """The module's docstring: VACUUM is skipped when the volume has less free space than the
+    data that remains (its rewrite), not less than the free pages; the sizes it says are the
+    file's with its WAL."""
+    Space = namedtuple("Space", "file_bytes wal_bytes database_bytes free_bytes live_bytes")
+
+    class Store:
+        path = str(tmp_path / "cards.sqlite3")
+        vacuumed = False
+
+        async def space(self):
+            if self.vacuumed:
+                return Space(40 * 1024, 0, 40 * 1024, 0, 40 * 1024)
+            return Space(100 * 1024, 50 * 1024, 130 * 1024, 90 * 1024, 40 * 1024)
+
+        async def vacuum(self):
+            self.vacuumed = True
+
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(prune_cli.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 40 * 1024, 40 * 1024))
+    store = Store()
+    asyncio.run(prune_cli._reclaim(store, vacuum=True))
+    assert store.vacuumed
+    assert capsys.readouterr().out.startswith("VACUUM: 150.0 KiB -> 40.0 KiB in ")
+    monkeypatch.setattr(prune_cli.shutil, "disk_usage", lambda path: Usage(10**9, 10**9, 40 * 1024 - 1))
+    store = Store()
+    asyncio.run(prune_cli._reclaim(store, vacuum=True))
+    assert not store.vacuumed and "VACUUM skipped: it needs about 40.0 KiB free" in capsys.readouterr().out
 
 
 # ---- batches, a failure mid-way, what the command says --------------------------------------
