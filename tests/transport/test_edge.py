@@ -987,6 +987,25 @@ async def test_a_health_watch_mid_write_when_the_drain_starts_still_sends_not_se
 
 
 @run
+async def test_a_health_status_set_once_draining_is_ignored():
+    """Once the drain began, health stays NOT_SERVING (docs/operations.md, Health, start-up and
+    shutdown): a status set later (a start still marking its services SERVING when the signal
+    came) is ignored, as grpc's own servicer ignores it for Check, so List and Watch do not
+    send a load balancer back to a server that is going away."""
+    from engine_service.transport.server import HealthServicer
+
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    servicer = HealthServicer()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+    await servicer.enter_graceful_shutdown()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+    await servicer.set("cardgames.v1.AdminService", serving)
+    listed = await servicer.List(health_pb2.HealthListRequest(), None)
+    assert {k: v.status for k, v in listed.statuses.items()} == {
+        "": not_serving, "cardgames.v1.CardGamesService": not_serving}
+
+
+@run
 async def test_reflection_describes_the_api_with_its_comments():
     """A client with reflection alone (grpcurl describe, buf curl) gets the documentation of
     the .proto files: the descriptors it was served came from the _pb2 modules, which hold
