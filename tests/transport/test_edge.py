@@ -986,6 +986,64 @@ async def test_a_health_watch_mid_write_when_the_drain_starts_still_sends_not_se
     assert context.sent == [health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING]
 
 
+class _HealthWatchContext:
+    """What HealthServicer.Watch writes to: the statuses it sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    async def write(self, message):
+        self.sent.append(message.status)
+
+
+async def _watch_until_drained(servicer, service: str, between) -> list[int]:
+    """The statuses a Watch of ``service`` sends from its start, through ``between()``, to the drain."""
+    context = _HealthWatchContext()
+    watch = asyncio.create_task(servicer.Watch(health_pb2.HealthCheckRequest(service=service), context))
+    while not context.sent:
+        await asyncio.sleep(0)
+    await between()
+    for _ in range(20):  # the Watch, woken, runs (or would) before the drain
+        await asyncio.sleep(0)
+    await servicer.enter_graceful_shutdown()
+    await asyncio.wait_for(watch, 30)
+    return context.sent
+
+
+@run
+async def test_a_health_watch_sends_a_status_only_when_it_changes():
+    """grpc's health.proto (Watch): a message is sent when the service's serving status
+    changes, so a status set again, or another service's status, sends the watcher nothing."""
+    from engine_service.transport.server import HealthServicer
+
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    servicer = HealthServicer()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+
+    async def unchanged():
+        await servicer.set("cardgames.v1.CardGamesService", serving)
+        await servicer.set("cardgames.v1.AdminService", serving)
+
+    sent = await _watch_until_drained(servicer, "cardgames.v1.CardGamesService", unchanged)
+    assert sent == [serving, not_serving]
+
+
+@run
+async def test_a_health_watch_of_an_unknown_service_says_service_unknown():
+    """grpc's health.proto (Watch): a service the server does not know is answered
+    SERVICE_UNKNOWN (not NOT_SERVING), the call left open until the drain ends it
+    (docs/operations.md, Health, start-up and shutdown)."""
+    from engine_service.transport.server import HealthServicer
+
+    servicer = HealthServicer()
+
+    async def nothing():
+        pass
+
+    sent = await _watch_until_drained(servicer, "no.such.Service", nothing)
+    assert sent[0] == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+
+
 @run
 async def test_a_health_status_set_once_draining_is_ignored():
     """Once the drain began, health stays NOT_SERVING (docs/operations.md, Health, start-up and
