@@ -1029,6 +1029,23 @@ async def test_a_health_watch_sends_a_status_only_when_it_changes():
 
 
 @run
+async def test_a_health_watch_is_sent_the_status_set_while_it_watches():
+    """grpc's health.proto (Watch): future changes are sent. A client watching while the
+    server starts (its port is open before it marks its services SERVING) is sent SERVING
+    when it is set, then NOT_SERVING at the drain."""
+    from engine_service.transport.server import HealthServicer
+
+    status = health_pb2.HealthCheckResponse
+    servicer = HealthServicer()
+
+    async def started():
+        await servicer.set("cardgames.v1.CardGamesService", status.SERVING)
+
+    sent = await _watch_until_drained(servicer, "cardgames.v1.CardGamesService", started)
+    assert sent == [status.SERVICE_UNKNOWN, status.SERVING, status.NOT_SERVING]
+
+
+@run
 async def test_a_health_watch_of_an_unknown_service_says_service_unknown():
     """grpc's health.proto (Watch): a service the server does not know is answered
     SERVICE_UNKNOWN (not NOT_SERVING), the call left open until the drain ends it
