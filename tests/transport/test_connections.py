@@ -254,6 +254,19 @@ def test_the_handshake_timeout_is_a_channel_argument():
         channel_options(ServerLimits(handshake_timeout_s=1.5))
 
 
+def test_keepalive_pings_both_ways_are_channel_arguments():
+    """docs/api.md, Connecting (keepalive): the server pings an idle connection every
+    --keepalive-time-s, with no call open too and for as long as it stays idle (so a dead
+    client's connection is closed after --keepalive-time-s plus --keepalive-timeout-s,
+    docs/operations.md), and a client may ping every 10 s without being sent GOAWAY "too
+    many pings"."""
+    options = dict(channel_options(ServerLimits(keepalive_time_s=11, keepalive_timeout_s=12)))
+    assert (options["grpc.keepalive_time_ms"], options["grpc.keepalive_timeout_ms"]) == (11_000, 12_000)
+    assert options["grpc.keepalive_permit_without_calls"] == 1
+    assert options["grpc.http2.max_pings_without_data"] == 0  # 0: no limit
+    assert options["grpc.http2.min_ping_interval_without_data_ms"] == 10_000
+
+
 def test_serve_applies_the_handshake_timeout_setting(tmp_path):
     svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_HANDSHAKE_TIMEOUT_S="1")
     try:
