@@ -248,6 +248,72 @@ async def test_an_ipv6_host_without_brackets_is_served_as_with_them():
             await server.drain(grace_s=1)
 
 
+def _listening(family: int, address: str, v6only: bool = False, reuse: bool = False) -> socket.socket:
+    """A socket listening on ``address`` (any port): another process holding a port."""
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    if reuse:  # as gRPC's listeners
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(v6only))
+    listener.bind((address, 0))
+    listener.listen()
+    return listener
+
+
+def test_a_port_taken_on_ipv4_alone_is_no_free_wildcard_port():
+    """bind_error (server.py; docs/operations.md, Health, start-up and shutdown: a port in use
+    ends the start naming it): the wildcard host is one dual-stack socket for gRPC, so a port
+    another process holds on 0.0.0.0 is in use for ``[::]`` too, though IPv6 alone is free."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET, "0.0.0.0") as taken:
+        port = taken.getsockname()[1]
+        for host in ("[::]", "::", "", "0.0.0.0"):
+            error = bind_error(host, port)
+            assert isinstance(error, OSError) and error.errno == errno.EADDRINUSE, host
+
+
+def test_a_wildcard_port_free_on_one_family_is_free():
+    """bind_error: None when one of the addresses can be bound (gRPC then serves there): a port
+    held on IPv6 alone leaves the IPv4 wildcard free, so the start goes on."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET6, "::", v6only=True) as taken:
+        assert bind_error("[::]", taken.getsockname()[1]) is None
+
+
+def test_a_host_in_brackets_or_not_or_unknown_is_checked_as_grpc_takes_it():
+    """bind_error takes --host as gRPC does: ``[::1]`` is the address ::1 (the brackets are
+    gRPC's syntax, not part of a name), a name that does not resolve is an error saying so,
+    and port 0 (any free port) is never in use."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET6, "::1") as taken:
+        port = taken.getsockname()[1]
+        assert bind_error("[::1]", port).errno == errno.EADDRINUSE
+    assert bind_error("[::1]", port) is None
+    unknown = bind_error("no-such-host.invalid", port)
+    assert isinstance(unknown, OSError) and "cannot resolve 'no-such-host.invalid'" in str(unknown)
+    assert bind_error("no-such-host.invalid", 0) is None
+
+
+def test_a_port_whose_last_connection_is_still_closing_is_free():
+    """bind_error probes the port as gRPC binds it, with SO_REUSEADDR: an engine restarted on
+    the port of one that just exited finds it free, though that one's closed connections still
+    hold it for a minute (TIME_WAIT), as gRPC then binds it."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET, "127.0.0.1", reuse=True) as previous:
+        port = previous.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):  # a client, closing after
+            served, _ = previous.accept()
+            served.close()  # the engine's side closes first: it keeps the port while closing
+    with socket.socket() as plain, pytest.raises(OSError) as held:
+        plain.bind(("127.0.0.1", port))
+    assert held.value.errno == errno.EADDRINUSE  # the port is held, for a bind without the option
+    assert bind_error("127.0.0.1", port) is None
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \
