@@ -314,6 +314,24 @@ def test_a_port_whose_last_connection_is_still_closing_is_free():
     assert bind_error("127.0.0.1", port) is None
 
 
+@run
+async def test_a_second_server_on_a_port_in_use_fails_to_start():
+    """server.py: grpc.so_reuseport is off, so a second engine started on the port of one
+    that serves fails loudly (docs/operations.md: a port in use ends the start) instead of
+    silently sharing it, each getting some of the connections."""
+    first = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1", port=0)
+    port = await first.start()
+    try:
+        second = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1", port=port)
+        try:
+            with pytest.raises((OSError, RuntimeError)):
+                await second.start()
+        finally:
+            await second.drain(grace_s=0)  # when it started after all
+    finally:
+        await first.drain(grace_s=1)
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \
