@@ -704,6 +704,41 @@ def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_pat
                                           "tls_certificate_reloaded"]
 
 
+def _padded(pem: bytes, size: int = 4096) -> bytes:
+    """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
+    return b"#" * (size - len(pem) - 1) + b"\n" + pem
+
+
+@pytest.mark.parametrize("how", ["rewritten", "renamed"])
+def test_a_renewal_that_keeps_the_files_sizes_is_taken(tmp_path, how):
+    """docs/operations.md, TLS: certificates are read again when their files change. A file's
+    state is its inode, size and modification time (tls.py): a renewal of the same size (a
+    certificate and key of the same type and names mostly are) is taken all the same, written
+    in place (a new modification time, the same inode) or a new file renamed into place (a
+    new inode, its modification time kept as a copy that preserves times keeps it)."""
+    from engine_service.transport.tls import CertificateFiles
+
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    files = {tmp_path / "tls.crt": (old[0], new[0]), tmp_path / "tls.key": (old[1], new[1])}
+    for path, (before, _) in files.items():
+        path.write_bytes(_padded(before))
+    watched = CertificateFiles(*files)
+    for path, (_, after) in files.items():
+        was = path.stat()
+        if how == "rewritten":
+            with open(path, "r+b") as f:
+                f.write(_padded(after))
+            os.utime(path, ns=(was.st_atime_ns, was.st_mtime_ns + 1_000_000_000))
+        else:
+            renewed = path.with_suffix(".new")
+            renewed.write_bytes(_padded(after))
+            os.utime(renewed, ns=(was.st_atime_ns, was.st_mtime_ns))
+            os.replace(renewed, path)
+        assert path.stat().st_size == was.st_size
+    assert isinstance(watched.fetch(), grpc.ServerCertificateConfiguration)
+    assert watched.fetch() is None  # taken once
+
+
 # ---- the metrics endpoint ---------------------------------------------------------------------
 
 def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
