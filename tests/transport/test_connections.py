@@ -716,6 +716,32 @@ def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_pat
                                           "tls_certificate_reloaded"]
 
 
+def test_a_certificate_rewritten_while_its_pair_is_checked_is_not_taken(tmp_path, monkeypatch):
+    """tls.load_pair reads the files before and after Python's ssl module checks them: a file
+    a renewal rewrote meanwhile is refused (a ValueError, so fetch() keeps the pair in force
+    and tries again at a later handshake), never taken with bytes that were not checked."""
+    from engine_service.transport import tls
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, _ = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    assert tls.load_pair(cert, key) == (old_cert, old_key)
+    reads: list[Path] = []
+    real_read = tls._read
+
+    def read_while_renewed(path: Path) -> bytes:
+        reads.append(path)
+        if len(reads) == 3:  # the check is done: the certificate is replaced now
+            cert.write_bytes(new_cert)
+        return real_read(path)
+
+    monkeypatch.setattr(tls, "_read", read_while_renewed)
+    with pytest.raises(ValueError, match="the files changed while they were read"):
+        tls.load_pair(cert, key)
+
+
 def _padded(pem: bytes, size: int = 4096) -> bytes:
     """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
     return b"#" * (size - len(pem) - 1) + b"\n" + pem
