@@ -742,6 +742,26 @@ def test_a_certificate_rewritten_while_its_pair_is_checked_is_not_taken(tmp_path
         tls.load_pair(cert, key)
 
 
+def test_certificate_files_rewritten_with_the_same_pair_are_no_renewal(tmp_path):
+    """docs/operations.md, TLS: a renewal is logged once as tls_certificate_reloaded. Files
+    that changed state but hold the pair in force (touched, copied again by a sync that
+    rewrites unchanged files) are no renewal: nothing is logged and the configuration in force
+    is kept (fetch() None), at this handshake and the next."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        _replace(cert, pem_cert)
+        _replace(key, pem_key)
+        assert files.fetch() is None and files.fetch() is None
+    assert [e["event"] for e in logs] == []
+
+
 def _padded(pem: bytes, size: int = 4096) -> bytes:
     """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
     return b"#" * (size - len(pem) - 1) + b"\n" + pem
