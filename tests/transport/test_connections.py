@@ -762,6 +762,28 @@ def test_certificate_files_rewritten_with_the_same_pair_are_no_renewal(tmp_path)
     assert [e["event"] for e in logs] == []
 
 
+def test_a_certificate_missing_again_after_a_renewal_is_warned_about_again(tmp_path):
+    """docs/operations.md, TLS: tls_reload_failed is logged once for a state of the files.
+    A file missing at one renewal and then at the next is two such states, one warning each:
+    the renewal taken in between ends the first."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    pairs = [_pair(tmp_path, name) for name in ("first", "second", "third")]
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pairs[0][0])
+    key.write_bytes(pairs[0][1])
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        for renewed_cert, renewed_key in pairs[1:]:
+            cert.unlink()
+            assert files.fetch() is None and files.fetch() is None
+            _replace(key, renewed_key)
+            _replace(cert, renewed_cert)
+            assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_certificate_reloaded"] * 2
+
+
 def _padded(pem: bytes, size: int = 4096) -> bytes:
     """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
     return b"#" * (size - len(pem) - 1) + b"\n" + pem
