@@ -223,6 +223,7 @@ async def test_the_started_line_names_the_port_bound_when_any_was_asked_for(host
     try:
         (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
         assert port > 0 and (started["address"], started["port"]) == (f"{host}:{port}", port)
+        assert started["tls"] is False  # docs/operations.md, Logs: the line says whether TLS is served
     finally:
         await server.drain(grace_s=1)
 
@@ -655,6 +656,7 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
         port = await server.start()
         try:
             assert await _presented(port) == _der(old_cert)
+            assert [e["tls"] for e in logs if e["event"] == "grpc_server_started"] == [True]
             creds = grpc.ssl_channel_credentials(root_certificates=old_cert)
             async with grpc.aio.secure_channel(f"localhost:{port}", creds) as opened_before:
                 games = card_games_pb2_grpc.CardGamesServiceStub(opened_before)
@@ -782,6 +784,21 @@ def test_a_certificate_missing_again_after_a_renewal_is_warned_about_again(tmp_p
             _replace(cert, renewed_cert)
             assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
     assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_certificate_reloaded"] * 2
+
+
+def test_a_renewed_key_that_is_encrypted_is_refused_saying_so(tmp_path):
+    """docs/operations.md, TLS: the key is unencrypted (gRPC takes no passphrase). A renewal
+    that wrote an encrypted key is refused with that reason (tls_reload_failed's ``error``),
+    never by OpenSSL asking a passphrase on the engine's terminal."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-passout", "pass:secret", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    assert b"ENCRYPTED" in key.read_bytes()
+    with pytest.raises(ValueError, match="^the private key is encrypted$"):
+        tls.load_pair(cert, key)
 
 
 def _padded(pem: bytes, size: int = 4096) -> bytes:
