@@ -332,6 +332,30 @@ def test_serve_help_lists_the_rate_limits():
 # ---- series at 0 -----------------------------------------------------------------------------
 
 @run
+async def test_a_peer_limit_is_declared_for_the_api_alone_and_logged_at_start():
+    """docs/operations.md, Request-rate limits: health and reflection are never limited, so a
+    peer limit declares ``rate_limited`` series (peer) for every API method and none for the
+    health service; the settings in force are in the grpc_server_started line
+    (``rate_limit_seat``, ``rate_limit_peer``, ``trusted_proxies``)."""
+    metrics = Metrics()
+    limits = RateLimits(peer=Rate(per_s=5, burst=6), trusted_proxies=parse_networks("10.0.0.0/8"))
+    with structlog.testing.capture_logs() as logs:
+        async with limited(ScriptedService(), limits, metrics):
+            pass
+    (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+    assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
+        "off", "5/s burst 6", ["10.0.0.0/8"])
+
+    def sample(method: str) -> float | None:
+        return metrics.registry.get_sample_value("cardgames_rate_limited_total",
+                                                 {"method": method, "key_kind": "peer"})
+
+    assert sample(GAMES + "ListGames") == 0 and sample("/cardgames.v1.AdminService/ListMatches") == 0
+    for name in ("Check", "Watch", "List"):
+        assert sample(f"/grpc.health.v1.Health/{name}") is None, name
+
+
+@run
 async def test_every_rpc_series_exists_at_0_once_the_server_has_started():
     """As for the session's closed label sets (tests/sessions/test_observability.py): an RPC
     series that only appeared at its first use had no earlier sample, so ``increase()`` or a
