@@ -1200,6 +1200,33 @@ async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
 
 
 @run
+async def test_a_second_drain_does_nothing():
+    """GrpcServer.drain is safe to call twice (server.py): the second call, while the first
+    runs or after it, neither drains nor closes the session layer again (its store closed
+    twice) nor calls ``ports_closed`` again."""
+
+    class Counting(ScriptedService):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drains = self.closes = 0
+
+        async def drain(self) -> None:
+            self.drains += 1
+            await super().drain()
+
+        async def close(self) -> None:
+            self.closes += 1
+            await super().close()
+
+    service, ports_closed = Counting(), []
+    async with running(service, drain=False) as srv:
+        await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+                               for _ in range(2)))
+        await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+    assert (service.drains, service.closes, ports_closed) == (1, 1, [1])
+
+
+@run
 async def test_stream_metrics_and_drain_closes_streams():
     service = ScriptedService()
     async with running(service, drain=False) as srv:
