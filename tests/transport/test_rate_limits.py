@@ -118,6 +118,27 @@ async def _seat_burst(mgr: MatchManager, metrics: Metrics, now: list[float]) -> 
 
 
 @run
+async def test_a_seat_refusal_names_the_match_and_seat_in_its_lines():
+    """docs/operations.md, Request-rate limits: a refusal has its rpc line, and the first of a
+    run logs a rate_limited warning with the match and seat for a seat bucket (never the
+    token): both name them although the call never reached the servicer that would."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    service = ScriptedService()
+    # a token every 20 s: the second call is refused over any stall of a loaded machine
+    async with limited(service, RateLimits(seat=Rate(per_s=0.05, burst=1))) as srv:
+        with capture_logs_with_context() as logs:
+            await srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+            await refusal(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN)))
+            await rpc_lines_logged(logs, 2)
+    (warning,) = [e for e in logs if e["event"] == "rate_limited"]
+    refused = [e for e in logs if e["event"] == "rpc" and e["code"] == "RESOURCE_EXHAUSTED"]
+    assert (warning["key_kind"], warning["match_id"], warning["seat"]) == ("seat", "m1", 0)
+    assert [(e["match_id"], e["seat"]) for e in refused] == [("m1", 0)]
+    assert SEAT_TOKEN not in json.dumps(logs, default=str)
+
+
+@run
 async def test_watch_opens_count_and_an_open_stream_is_not_cut():
     service = ScriptedService()
     # a token every 20 s: a loaded machine's stall between the two opens still leaves the
