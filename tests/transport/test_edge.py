@@ -1200,6 +1200,27 @@ async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
 
 
 @run
+async def test_health_turns_not_serving_before_the_session_layer_drains():
+    """docs/operations.md, Health, start-up and shutdown: on a signal health turns NOT_SERVING
+    (and cardgames_serving 0), then new work is refused: a load balancer stops routing first,
+    rather than its calls being refused UNAVAILABLE by a server it still sees SERVING."""
+
+    class Observing(ScriptedService):
+        async def drain(self) -> None:
+            listed = await self.server.health.List(health_pb2.HealthListRequest(), None)
+            self.seen = ({k: v.status for k, v in listed.statuses.items()},
+                         self.server.metrics.value("cardgames_serving", {}))
+            await super().drain()
+
+    service = Observing()
+    async with running(service) as srv:
+        service.server = srv.server
+        assert srv.metrics.value("cardgames_serving", {}) == 1
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    assert service.seen == (dict.fromkeys(names, health_pb2.HealthCheckResponse.NOT_SERVING), 0)
+
+
+@run
 async def test_a_second_drain_does_nothing():
     """GrpcServer.drain is safe to call twice (server.py): the second call, while the first
     runs or after it, neither drains nor closes the session layer again (its store closed
