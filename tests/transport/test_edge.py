@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import gzip
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -1218,6 +1219,43 @@ async def test_health_turns_not_serving_before_the_session_layer_drains():
         assert srv.metrics.value("cardgames_serving", {}) == 1
     names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
     assert service.seen == (dict.fromkeys(names, health_pb2.HealthCheckResponse.NOT_SERVING), 0)
+
+
+@pytest.mark.parametrize("failing", [None, "drain", "ports_closed"])
+@run
+async def test_the_drain_lets_the_ports_go_before_the_store_closes_whatever_fails(failing):
+    """GrpcServer.drain (server.py; docs/operations.md, Health, start-up and shutdown): the
+    gRPC server stops, then ``ports_closed`` (the metrics endpoint), then the session layer
+    closes its store, so a successor waiting for the database finds the ports free. A step
+    that fails does not skip the later ones: the port and the store are let go all the same."""
+    steps: list[str] = []
+
+    class Recording(ScriptedService):
+        async def drain(self) -> None:
+            await super().drain()
+            if failing == "drain":
+                raise RuntimeError("the session layer's drain failed")
+
+        async def close(self) -> None:
+            steps.append("store closed")
+            await super().close()
+
+    def ports_closed() -> None:
+        steps.append("ports closed")
+        if failing == "ports_closed":
+            raise OSError("the metrics endpoint's close failed")
+
+    async with running(Recording(), drain=False) as srv:
+        port = srv.server.port
+        if failing is None:
+            await srv.server.drain(grace_s=1, ports_closed=ports_closed)
+        else:
+            with pytest.raises((RuntimeError, OSError)):
+                await srv.server.drain(grace_s=1, ports_closed=ports_closed)
+        assert steps == ["ports closed", "store closed"]
+    with socket.socket() as probe:  # the gRPC port is free again
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
 
 
 @run
