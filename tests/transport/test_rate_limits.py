@@ -134,8 +134,20 @@ async def test_a_seat_refusal_names_the_match_and_seat_in_its_lines():
     (warning,) = [e for e in logs if e["event"] == "rate_limited"]
     refused = [e for e in logs if e["event"] == "rpc" and e["code"] == "RESOURCE_EXHAUSTED"]
     assert (warning["key_kind"], warning["match_id"], warning["seat"]) == ("seat", "m1", 0)
+    assert 10_000 < warning["retry_after_ms"] <= 20_000  # milliseconds: the token 20 s away
     assert [(e["match_id"], e["seat"]) for e in refused] == [("m1", 0)]
     assert SEAT_TOKEN not in json.dumps(logs, default=str)
+
+
+@run
+async def test_a_malformed_header_under_a_limit_is_still_malformed_token():
+    """docs/api.md, Connecting (authentication): a malformed authorization header is
+    UNAUTHENTICATED / MALFORMED_TOKEN. With a limit on, the interceptor reads the header
+    first: it counts the call as the peer's and leaves the refusal to the servicer."""
+    async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=5, burst=5), peer=Rate(per_s=5, burst=5))) as srv:
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                   metadata=(("authorization", "Bearer a b"),)))
+    assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN")
 
 
 @run
