@@ -801,6 +801,19 @@ def test_a_renewed_key_that_is_encrypted_is_refused_saying_so(tmp_path):
         tls.load_pair(cert, key)
 
 
+def test_a_key_of_another_certificate_is_refused_with_openssls_reason(tmp_path):
+    """docs/operations.md, TLS: until the files make a pair, tls_reload_failed's ``error``
+    says why: OpenSSL's reason (a key of another certificate: KEY_VALUES_MISMATCH)."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(_pair(tmp_path, "one")[0])
+    key.write_bytes(_pair(tmp_path, "other")[1])
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == "not a usable certificate and private key (KEY_VALUES_MISMATCH)"
+
+
 def _padded(pem: bytes, size: int = 4096) -> bytes:
     """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
     return b"#" * (size - len(pem) - 1) + b"\n" + pem

@@ -371,6 +371,20 @@ def test_spaces_around_the_token_are_not_part_of_it():
         assert bearer_token([("authorization", header)]) == SEAT_TOKEN, header
 
 
+def test_an_empty_admin_token_disables_the_admin_api():
+    """auth.AdminGate: without a configured token every admin call is refused, ADMIN_DISABLED
+    (docs/api.md, errors; there is no default password). An empty token (an empty
+    CARDGAMES_ADMIN_TOKEN reaching the server) is no configured token: not one that a call
+    without a token is asked for (ADMIN_TOKEN_REQUIRED)."""
+    from engine_service.transport.auth import AdminGate
+
+    gate = AdminGate("")
+    assert not gate.enabled and not gate.is_admin("")
+    with pytest.raises(api.PermissionDenied) as refused:
+        gate.require(None)
+    assert refused.value.reason == "ADMIN_DISABLED"
+
+
 @run
 async def test_admin_gate():
     service = ScriptedService()
