@@ -1273,6 +1273,36 @@ async def test_the_drain_lets_the_ports_go_before_the_store_closes_whatever_fail
 
 
 @run
+async def test_a_call_in_flight_when_the_drain_stops_the_server_finishes_within_the_grace():
+    """docs/operations.md, Health, start-up and shutdown: the drain stops the gRPC server
+    leaving --drain-grace-s to running calls: one still running then (a slow read) is
+    answered, not cancelled; the store closes after it."""
+    answering = asyncio.Event()
+
+    class Slow(ScriptedService):
+        async def get_match(self, match_id):
+            self.calls.append(("slow_get_match", match_id))
+            await answering.wait()
+            return await super().get_match(match_id)
+
+    service = Slow()
+    async with running(service, drain=False) as srv:
+        call = srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=60)
+        while ("slow_get_match", "m1") not in service.calls:
+            await asyncio.sleep(0.01)
+        drain = asyncio.ensure_future(srv.server.drain(grace_s=60))
+        while not service.drained:
+            await asyncio.sleep(0.01)
+        for _ in range(50):  # the drain goes on to stop the server
+            await asyncio.sleep(0.01)
+        assert not service.closed  # waiting for the call
+        answering.set()
+        assert (await call).match.match_id == "m1"
+        await drain
+    assert service.closed
+
+
+@run
 async def test_a_second_drain_does_nothing():
     """GrpcServer.drain is safe to call twice (server.py): the second call, while the first
     runs or after it, neither drains nor closes the session layer again (its store closed
