@@ -515,8 +515,6 @@ class GrpcServer:
             port = server.add_secure_port(self._address, self._tls.credentials())
         else:
             port = server.add_insecure_port(self._address)
-        if port == 0:
-            raise OSError(f"cannot bind {self._address}")
         await server.start()
         self._server, self.port = server, port
         declare_rpc_series(self.metrics, self.rate_limits)

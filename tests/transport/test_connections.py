@@ -223,6 +223,7 @@ async def test_the_started_line_names_the_port_bound_when_any_was_asked_for(host
     try:
         (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
         assert port > 0 and (started["address"], started["port"]) == (f"{host}:{port}", port)
+        assert started["tls"] is False  # docs/operations.md, Logs: the line says whether TLS is served
     finally:
         await server.drain(grace_s=1)
 
@@ -248,10 +249,119 @@ async def test_an_ipv6_host_without_brackets_is_served_as_with_them():
             await server.drain(grace_s=1)
 
 
+def _listening(family: int, address: str, v6only: bool = False, reuse: bool = False) -> socket.socket:
+    """A socket listening on ``address`` (any port): another process holding a port."""
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    if reuse:  # as gRPC's listeners
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, int(v6only))
+    listener.bind((address, 0))
+    listener.listen()
+    return listener
+
+
+def test_a_port_taken_on_ipv4_alone_is_no_free_wildcard_port():
+    """bind_error (server.py; docs/operations.md, Health, start-up and shutdown: a port in use
+    ends the start naming it): the wildcard host is one dual-stack socket for gRPC, so a port
+    another process holds on 0.0.0.0 is in use for ``[::]`` too, though IPv6 alone is free."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET, "0.0.0.0") as taken:
+        port = taken.getsockname()[1]
+        for host in ("[::]", "::", "", "0.0.0.0"):
+            error = bind_error(host, port)
+            assert isinstance(error, OSError) and error.errno == errno.EADDRINUSE, host
+
+
+def test_a_wildcard_port_free_on_one_family_is_free():
+    """bind_error: None when one of the addresses can be bound (gRPC then serves there): a port
+    held on IPv6 alone leaves the IPv4 wildcard free, so the start goes on."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET6, "::", v6only=True) as taken:
+        assert bind_error("[::]", taken.getsockname()[1]) is None
+
+
+def test_a_host_in_brackets_or_not_or_unknown_is_checked_as_grpc_takes_it():
+    """bind_error takes --host as gRPC does: ``[::1]`` is the address ::1 (the brackets are
+    gRPC's syntax, not part of a name), a name that does not resolve is an error saying so,
+    and port 0 (any free port) is never in use."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET6, "::1") as taken:
+        port = taken.getsockname()[1]
+        assert bind_error("[::1]", port).errno == errno.EADDRINUSE
+    assert bind_error("[::1]", port) is None
+    unknown = bind_error("no-such-host.invalid", port)
+    assert isinstance(unknown, OSError) and "cannot resolve 'no-such-host.invalid'" in str(unknown)
+    assert bind_error("no-such-host.invalid", 0) is None
+
+
+def test_a_port_whose_last_connection_is_still_closing_is_free():
+    """bind_error probes the port as gRPC binds it, with SO_REUSEADDR: an engine restarted on
+    the port of one that just exited finds it free, though that one's closed connections still
+    hold it for a minute (TIME_WAIT), as gRPC then binds it."""
+    from engine_service.transport.server import bind_error
+
+    with _listening(socket.AF_INET, "127.0.0.1", reuse=True) as previous:
+        port = previous.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):  # a client, closing after
+            served, _ = previous.accept()
+            served.close()  # the engine's side closes first: it keeps the port while closing
+    with socket.socket() as plain, pytest.raises(OSError) as held:
+        plain.bind(("127.0.0.1", port))
+    assert held.value.errno == errno.EADDRINUSE  # the port is held, for a bind without the option
+    assert bind_error("127.0.0.1", port) is None
+
+
+@run
+async def test_a_second_server_on_a_port_in_use_fails_to_start():
+    """server.py: grpc.so_reuseport is off, so a second engine started on the port of one
+    that serves fails loudly (docs/operations.md: a port in use ends the start) instead of
+    silently sharing it, each getting some of the connections."""
+    first = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1", port=0)
+    port = await first.start()
+    try:
+        second = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1", port=port)
+        try:
+            with pytest.raises((OSError, RuntimeError)):
+                await second.start()
+        finally:
+            await second.drain(grace_s=0)  # when it started after all
+    finally:
+        await first.drain(grace_s=1)
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \
         channel_options(ServerLimits(handshake_timeout_s=1.5))
+
+
+def test_the_message_stream_and_queue_limits_are_channel_arguments():
+    """docs/operations.md, Configuration: --max-receive-message-bytes (largest request),
+    --max-send-message-bytes (largest response), --max-concurrent-streams (calls per HTTP/2
+    connection) and --max-pending-requests (calls queued in a burst) are gRPC's limits as
+    given: one left out would be gRPC's default, whatever the setting."""
+    options = dict(channel_options(ServerLimits(max_receive_message_bytes=2048, max_send_message_bytes=8192,
+                                                max_concurrent_streams=7, max_pending_requests=15)))
+    assert (options["grpc.max_receive_message_length"], options["grpc.max_send_message_length"]) == (2048, 8192)
+    assert options["grpc.max_concurrent_streams"] == 7
+    assert options["grpc.server.max_pending_requests"] == 15
+
+
+def test_keepalive_pings_both_ways_are_channel_arguments():
+    """docs/api.md, Connecting (keepalive): the server pings an idle connection every
+    --keepalive-time-s, with no call open too and for as long as it stays idle (so a dead
+    client's connection is closed after --keepalive-time-s plus --keepalive-timeout-s,
+    docs/operations.md), and a client may ping every 10 s without being sent GOAWAY "too
+    many pings"."""
+    options = dict(channel_options(ServerLimits(keepalive_time_s=11, keepalive_timeout_s=12)))
+    assert (options["grpc.keepalive_time_ms"], options["grpc.keepalive_timeout_ms"]) == (11_000, 12_000)
+    assert options["grpc.keepalive_permit_without_calls"] == 1
+    assert options["grpc.http2.max_pings_without_data"] == 0  # 0: no limit
+    assert options["grpc.http2.min_ping_interval_without_data_ms"] == 10_000
 
 
 def test_serve_applies_the_handshake_timeout_setting(tmp_path):
@@ -546,6 +656,7 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
         port = await server.start()
         try:
             assert await _presented(port) == _der(old_cert)
+            assert [e["tls"] for e in logs if e["event"] == "grpc_server_started"] == [True]
             creds = grpc.ssl_channel_credentials(root_certificates=old_cert)
             async with grpc.aio.secure_channel(f"localhost:{port}", creds) as opened_before:
                 games = card_games_pb2_grpc.CardGamesServiceStub(opened_before)
@@ -605,6 +716,137 @@ def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_pat
         assert files.fetch() is None
     assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_reload_failed",
                                           "tls_certificate_reloaded"]
+
+
+def test_a_certificate_rewritten_while_its_pair_is_checked_is_not_taken(tmp_path, monkeypatch):
+    """tls.load_pair reads the files before and after Python's ssl module checks them: a file
+    a renewal rewrote meanwhile is refused (a ValueError, so fetch() keeps the pair in force
+    and tries again at a later handshake), never taken with bytes that were not checked."""
+    from engine_service.transport import tls
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, _ = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    assert tls.load_pair(cert, key) == (old_cert, old_key)
+    reads: list[Path] = []
+    real_read = tls._read
+
+    def read_while_renewed(path: Path) -> bytes:
+        reads.append(path)
+        if len(reads) == 3:  # the check is done: the certificate is replaced now
+            cert.write_bytes(new_cert)
+        return real_read(path)
+
+    monkeypatch.setattr(tls, "_read", read_while_renewed)
+    with pytest.raises(ValueError, match="the files changed while they were read"):
+        tls.load_pair(cert, key)
+
+
+def test_certificate_files_rewritten_with_the_same_pair_are_no_renewal(tmp_path):
+    """docs/operations.md, TLS: a renewal is logged once as tls_certificate_reloaded. Files
+    that changed state but hold the pair in force (touched, copied again by a sync that
+    rewrites unchanged files) are no renewal: nothing is logged and the configuration in force
+    is kept (fetch() None), at this handshake and the next."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        _replace(cert, pem_cert)
+        _replace(key, pem_key)
+        assert files.fetch() is None and files.fetch() is None
+    assert [e["event"] for e in logs] == []
+
+
+def test_a_certificate_missing_again_after_a_renewal_is_warned_about_again(tmp_path):
+    """docs/operations.md, TLS: tls_reload_failed is logged once for a state of the files.
+    A file missing at one renewal and then at the next is two such states, one warning each:
+    the renewal taken in between ends the first."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    pairs = [_pair(tmp_path, name) for name in ("first", "second", "third")]
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pairs[0][0])
+    key.write_bytes(pairs[0][1])
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        for renewed_cert, renewed_key in pairs[1:]:
+            cert.unlink()
+            assert files.fetch() is None and files.fetch() is None
+            _replace(key, renewed_key)
+            _replace(cert, renewed_cert)
+            assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_certificate_reloaded"] * 2
+
+
+def test_a_renewed_key_that_is_encrypted_is_refused_saying_so(tmp_path):
+    """docs/operations.md, TLS: the key is unencrypted (gRPC takes no passphrase). A renewal
+    that wrote an encrypted key is refused with that reason (tls_reload_failed's ``error``),
+    never by OpenSSL asking a passphrase on the engine's terminal."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-passout", "pass:secret", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    assert b"ENCRYPTED" in key.read_bytes()
+    with pytest.raises(ValueError, match="^the private key is encrypted$"):
+        tls.load_pair(cert, key)
+
+
+def test_a_key_of_another_certificate_is_refused_with_openssls_reason(tmp_path):
+    """docs/operations.md, TLS: until the files make a pair, tls_reload_failed's ``error``
+    says why: OpenSSL's reason (a key of another certificate: KEY_VALUES_MISMATCH)."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(_pair(tmp_path, "one")[0])
+    key.write_bytes(_pair(tmp_path, "other")[1])
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == "not a usable certificate and private key (KEY_VALUES_MISMATCH)"
+
+
+def _padded(pem: bytes, size: int = 4096) -> bytes:
+    """``pem`` after a line of text (PEM allows text before its BEGIN line) making ``size`` bytes."""
+    return b"#" * (size - len(pem) - 1) + b"\n" + pem
+
+
+@pytest.mark.parametrize("how", ["rewritten", "renamed"])
+def test_a_renewal_that_keeps_the_files_sizes_is_taken(tmp_path, how):
+    """docs/operations.md, TLS: certificates are read again when their files change. A file's
+    state is its inode, size and modification time (tls.py): a renewal of the same size (a
+    certificate and key of the same type and names mostly are) is taken all the same, written
+    in place (a new modification time, the same inode) or a new file renamed into place (a
+    new inode, its modification time kept as a copy that preserves times keeps it)."""
+    from engine_service.transport.tls import CertificateFiles
+
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    files = {tmp_path / "tls.crt": (old[0], new[0]), tmp_path / "tls.key": (old[1], new[1])}
+    for path, (before, _) in files.items():
+        path.write_bytes(_padded(before))
+    watched = CertificateFiles(*files)
+    for path, (_, after) in files.items():
+        was = path.stat()
+        if how == "rewritten":
+            with open(path, "r+b") as f:
+                f.write(_padded(after))
+            os.utime(path, ns=(was.st_atime_ns, was.st_mtime_ns + 1_000_000_000))
+        else:
+            renewed = path.with_suffix(".new")
+            renewed.write_bytes(_padded(after))
+            os.utime(renewed, ns=(was.st_atime_ns, was.st_mtime_ns))
+            os.replace(renewed, path)
+        assert path.stat().st_size == was.st_size
+    assert isinstance(watched.fetch(), grpc.ServerCertificateConfiguration)
+    assert watched.fetch() is None  # taken once
 
 
 # ---- the metrics endpoint ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import gzip
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -368,6 +369,20 @@ def test_spaces_around_the_token_are_not_part_of_it():
     white space after it, carries that token (not a malformed one with a space inside)."""
     for header in (f"Bearer  {SEAT_TOKEN}", f"bearer {SEAT_TOKEN} ", f"  Bearer   {SEAT_TOKEN}\t"):
         assert bearer_token([("authorization", header)]) == SEAT_TOKEN, header
+
+
+def test_an_empty_admin_token_disables_the_admin_api():
+    """auth.AdminGate: without a configured token every admin call is refused, ADMIN_DISABLED
+    (docs/api.md, errors; there is no default password). An empty token (an empty
+    CARDGAMES_ADMIN_TOKEN reaching the server) is no configured token: not one that a call
+    without a token is asked for (ADMIN_TOKEN_REQUIRED)."""
+    from engine_service.transport.auth import AdminGate
+
+    gate = AdminGate("")
+    assert not gate.enabled and not gate.is_admin("")
+    with pytest.raises(api.PermissionDenied) as refused:
+        gate.require(None)
+    assert refused.value.reason == "ADMIN_DISABLED"
 
 
 @run
@@ -917,7 +932,10 @@ async def test_health_and_reflection():
         refl = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
         answers = [a async for a in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
         names = {s.name for s in answers[0].list_services_response.service}
-        assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health"} <= names
+        # docs/api.md, Connecting: every service is listed, reflection too (v1alpha only: the
+        # v1 file's descriptors are not in the process's pool to be described, server.py)
+        assert names == {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health",
+                         "grpc.reflection.v1alpha.ServerReflection"}
 
 
 @run
@@ -984,6 +1002,100 @@ async def test_a_health_watch_mid_write_when_the_drain_starts_still_sends_not_se
     context.release.set()
     await asyncio.wait_for(asyncio.gather(watch, drain), 30)
     assert context.sent == [health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING]
+
+
+class _HealthWatchContext:
+    """What HealthServicer.Watch writes to: the statuses it sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    async def write(self, message):
+        self.sent.append(message.status)
+
+
+async def _watch_until_drained(servicer, service: str, between) -> list[int]:
+    """The statuses a Watch of ``service`` sends from its start, through ``between()``, to the drain."""
+    context = _HealthWatchContext()
+    watch = asyncio.create_task(servicer.Watch(health_pb2.HealthCheckRequest(service=service), context))
+    while not context.sent:
+        await asyncio.sleep(0)
+    await between()
+    for _ in range(20):  # the Watch, woken, runs (or would) before the drain
+        await asyncio.sleep(0)
+    await servicer.enter_graceful_shutdown()
+    await asyncio.wait_for(watch, 30)
+    return context.sent
+
+
+@run
+async def test_a_health_watch_sends_a_status_only_when_it_changes():
+    """grpc's health.proto (Watch): a message is sent when the service's serving status
+    changes, so a status set again, or another service's status, sends the watcher nothing."""
+    from engine_service.transport.server import HealthServicer
+
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    servicer = HealthServicer()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+
+    async def unchanged():
+        await servicer.set("cardgames.v1.CardGamesService", serving)
+        await servicer.set("cardgames.v1.AdminService", serving)
+
+    sent = await _watch_until_drained(servicer, "cardgames.v1.CardGamesService", unchanged)
+    assert sent == [serving, not_serving]
+
+
+@run
+async def test_a_health_watch_is_sent_the_status_set_while_it_watches():
+    """grpc's health.proto (Watch): future changes are sent. A client watching while the
+    server starts (its port is open before it marks its services SERVING) is sent SERVING
+    when it is set, then NOT_SERVING at the drain."""
+    from engine_service.transport.server import HealthServicer
+
+    status = health_pb2.HealthCheckResponse
+    servicer = HealthServicer()
+
+    async def started():
+        await servicer.set("cardgames.v1.CardGamesService", status.SERVING)
+
+    sent = await _watch_until_drained(servicer, "cardgames.v1.CardGamesService", started)
+    assert sent == [status.SERVICE_UNKNOWN, status.SERVING, status.NOT_SERVING]
+
+
+@run
+async def test_a_health_watch_of_an_unknown_service_says_service_unknown():
+    """grpc's health.proto (Watch): a service the server does not know is answered
+    SERVICE_UNKNOWN (not NOT_SERVING), the call left open until the drain ends it
+    (docs/operations.md, Health, start-up and shutdown)."""
+    from engine_service.transport.server import HealthServicer
+
+    servicer = HealthServicer()
+
+    async def nothing():
+        pass
+
+    sent = await _watch_until_drained(servicer, "no.such.Service", nothing)
+    assert sent[0] == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+
+
+@run
+async def test_a_health_status_set_once_draining_is_ignored():
+    """Once the drain began, health stays NOT_SERVING (docs/operations.md, Health, start-up and
+    shutdown): a status set later (a start still marking its services SERVING when the signal
+    came) is ignored, as grpc's own servicer ignores it for Check, so List and Watch do not
+    send a load balancer back to a server that is going away."""
+    from engine_service.transport.server import HealthServicer
+
+    serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+    servicer = HealthServicer()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+    await servicer.enter_graceful_shutdown()
+    await servicer.set("cardgames.v1.CardGamesService", serving)
+    await servicer.set("cardgames.v1.AdminService", serving)
+    listed = await servicer.List(health_pb2.HealthListRequest(), None)
+    assert {k: v.status for k, v in listed.statuses.items()} == {
+        "": not_serving, "cardgames.v1.CardGamesService": not_serving}
 
 
 @run
@@ -1100,6 +1212,121 @@ async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
         ids = [drawn.request_id] + [r.request_id for r in refused]
         assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 5
         assert [line["request_id"] for line in lines] == ["web-42:a/b", *ids, "ok-1"]
+
+
+@run
+async def test_health_turns_not_serving_before_the_session_layer_drains():
+    """docs/operations.md, Health, start-up and shutdown: on a signal health turns NOT_SERVING
+    (and cardgames_serving 0), then new work is refused: a load balancer stops routing first,
+    rather than its calls being refused UNAVAILABLE by a server it still sees SERVING."""
+
+    class Observing(ScriptedService):
+        async def drain(self) -> None:
+            listed = await self.server.health.List(health_pb2.HealthListRequest(), None)
+            self.seen = ({k: v.status for k, v in listed.statuses.items()},
+                         self.server.metrics.value("cardgames_serving", {}))
+            await super().drain()
+
+    service = Observing()
+    async with running(service) as srv:
+        service.server = srv.server
+        assert srv.metrics.value("cardgames_serving", {}) == 1
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    assert service.seen == (dict.fromkeys(names, health_pb2.HealthCheckResponse.NOT_SERVING), 0)
+
+
+@pytest.mark.parametrize("failing", [None, "drain", "ports_closed"])
+@run
+async def test_the_drain_lets_the_ports_go_before_the_store_closes_whatever_fails(failing):
+    """GrpcServer.drain (server.py; docs/operations.md, Health, start-up and shutdown): the
+    gRPC server stops, then ``ports_closed`` (the metrics endpoint), then the session layer
+    closes its store, so a successor waiting for the database finds the ports free. A step
+    that fails does not skip the later ones: the port and the store are let go all the same."""
+    steps: list[str] = []
+
+    class Recording(ScriptedService):
+        async def drain(self) -> None:
+            await super().drain()
+            if failing == "drain":
+                raise RuntimeError("the session layer's drain failed")
+
+        async def close(self) -> None:
+            steps.append("store closed")
+            await super().close()
+
+    def ports_closed() -> None:
+        steps.append("ports closed")
+        if failing == "ports_closed":
+            raise OSError("the metrics endpoint's close failed")
+
+    async with running(Recording(), drain=False) as srv:
+        port = srv.server.port
+        if failing is None:
+            await srv.server.drain(grace_s=1, ports_closed=ports_closed)
+        else:
+            with pytest.raises((RuntimeError, OSError)):
+                await srv.server.drain(grace_s=1, ports_closed=ports_closed)
+        assert steps == ["ports closed", "store closed"]
+    with socket.socket() as probe:  # the gRPC port is free again
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+
+
+@run
+async def test_a_call_in_flight_when_the_drain_stops_the_server_finishes_within_the_grace():
+    """docs/operations.md, Health, start-up and shutdown: the drain stops the gRPC server
+    leaving --drain-grace-s to running calls: one still running then (a slow read) is
+    answered, not cancelled; the store closes after it."""
+    answering = asyncio.Event()
+
+    class Slow(ScriptedService):
+        async def get_match(self, match_id):
+            self.calls.append(("slow_get_match", match_id))
+            await answering.wait()
+            return await super().get_match(match_id)
+
+    service = Slow()
+    async with running(service, drain=False) as srv:
+        call = srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=60)
+        while ("slow_get_match", "m1") not in service.calls:
+            await asyncio.sleep(0.01)
+        drain = asyncio.ensure_future(srv.server.drain(grace_s=60))
+        while not service.drained:
+            await asyncio.sleep(0.01)
+        for _ in range(50):  # the drain goes on to stop the server
+            await asyncio.sleep(0.01)
+        assert not service.closed  # waiting for the call
+        answering.set()
+        assert (await call).match.match_id == "m1"
+        await drain
+    assert service.closed
+
+
+@run
+async def test_a_second_drain_does_nothing():
+    """GrpcServer.drain is safe to call twice (server.py): the second call, while the first
+    runs or after it, neither drains nor closes the session layer again (its store closed
+    twice) nor calls ``ports_closed`` again."""
+
+    class Counting(ScriptedService):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drains = self.closes = 0
+
+        async def drain(self) -> None:
+            self.drains += 1
+            await super().drain()
+
+        async def close(self) -> None:
+            self.closes += 1
+            await super().close()
+
+    service, ports_closed = Counting(), []
+    async with running(service, drain=False) as srv:
+        await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+                               for _ in range(2)))
+        await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+    assert (service.drains, service.closes, ports_closed) == (1, 1, [1])
 
 
 @run

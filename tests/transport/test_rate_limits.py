@@ -118,6 +118,39 @@ async def _seat_burst(mgr: MatchManager, metrics: Metrics, now: list[float]) -> 
 
 
 @run
+async def test_a_seat_refusal_names_the_match_and_seat_in_its_lines():
+    """docs/operations.md, Request-rate limits: a refusal has its rpc line, and the first of a
+    run logs a rate_limited warning with the match and seat for a seat bucket (never the
+    token): both name them although the call never reached the servicer that would."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    service = ScriptedService()
+    # a token every 20 s: the second call is refused over any stall of a loaded machine
+    async with limited(service, RateLimits(seat=Rate(per_s=0.05, burst=1))) as srv:
+        with capture_logs_with_context() as logs:
+            await srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+            await refusal(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN)))
+            await rpc_lines_logged(logs, 2)
+    (warning,) = [e for e in logs if e["event"] == "rate_limited"]
+    refused = [e for e in logs if e["event"] == "rpc" and e["code"] == "RESOURCE_EXHAUSTED"]
+    assert (warning["key_kind"], warning["match_id"], warning["seat"]) == ("seat", "m1", 0)
+    assert 10_000 < warning["retry_after_ms"] <= 20_000  # milliseconds: the token 20 s away
+    assert [(e["match_id"], e["seat"]) for e in refused] == [("m1", 0)]
+    assert SEAT_TOKEN not in json.dumps(logs, default=str)
+
+
+@run
+async def test_a_malformed_header_under_a_limit_is_still_malformed_token():
+    """docs/api.md, Connecting (authentication): a malformed authorization header is
+    UNAUTHENTICATED / MALFORMED_TOKEN. With a limit on, the interceptor reads the header
+    first: it counts the call as the peer's and leaves the refusal to the servicer."""
+    async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=5, burst=5), peer=Rate(per_s=5, burst=5))) as srv:
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                   metadata=(("authorization", "Bearer a b"),)))
+    assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN")
+
+
+@run
 async def test_watch_opens_count_and_an_open_stream_is_not_cut():
     service = ScriptedService()
     # a token every 20 s: a loaded machine's stall between the two opens still leaves the
@@ -330,6 +363,30 @@ def test_serve_help_lists_the_rate_limits():
 
 
 # ---- series at 0 -----------------------------------------------------------------------------
+
+@run
+async def test_a_peer_limit_is_declared_for_the_api_alone_and_logged_at_start():
+    """docs/operations.md, Request-rate limits: health and reflection are never limited, so a
+    peer limit declares ``rate_limited`` series (peer) for every API method and none for the
+    health service; the settings in force are in the grpc_server_started line
+    (``rate_limit_seat``, ``rate_limit_peer``, ``trusted_proxies``)."""
+    metrics = Metrics()
+    limits = RateLimits(peer=Rate(per_s=5, burst=6), trusted_proxies=parse_networks("10.0.0.0/8"))
+    with structlog.testing.capture_logs() as logs:
+        async with limited(ScriptedService(), limits, metrics):
+            pass
+    (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+    assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
+        "off", "5/s burst 6", ["10.0.0.0/8"])
+
+    def sample(method: str) -> float | None:
+        return metrics.registry.get_sample_value("cardgames_rate_limited_total",
+                                                 {"method": method, "key_kind": "peer"})
+
+    assert sample(GAMES + "ListGames") == 0 and sample("/cardgames.v1.AdminService/ListMatches") == 0
+    for name in ("Check", "Watch", "List"):
+        assert sample(f"/grpc.health.v1.Health/{name}") is None, name
+
 
 @run
 async def test_every_rpc_series_exists_at_0_once_the_server_has_started():

@@ -495,6 +495,10 @@ def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
                 assert struct_pb2.Value.FromString(encode(v)) == want.fields[wire.json_key(k)], (n, k, encode)
     assert wire.json_key(Name("k")) == "k" and type(wire.json_key(Name("k"))) is str
     assert wire.json_key(Seat.NORTH) == "3" and wire.json_key(Points(0.25)) == "0.25"
+    # sorted, not in the order a set iterates (which for these small ints is not sorted)
+    for unsorted in ({8, 1}, frozenset({16, 1, 8})):
+        assert list(unsorted) != sorted(unsorted)
+        assert list(struct_pb2.Value.FromString(wire.value_bytes(unsorted)).list_value) == sorted(unsorted)
 
 
 def test_memo_tables_keep_the_most_recently_used_within_their_bound():
