@@ -428,9 +428,13 @@ def test_the_cutoff_is_n_days_of_86400_seconds_before_now(tmp_path, capsys):
 
 def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_path, capsys, monkeypatch):
     """The module's docstring: VACUUM is skipped when the volume has less free space than the
-    data that remains (its rewrite), not less than the free pages; the sizes it says are the
-    file's with its WAL."""
+    data that remains (its rewrite), not less than the free pages, on the volume of the file
+    itself (a symbolic link's target); the sizes it says are the file's with its WAL."""
     Space = namedtuple("Space", "file_bytes wal_bytes database_bytes free_bytes live_bytes")
+    (tmp_path / "volume").mkdir()
+    (tmp_path / "volume" / "cards.sqlite3").write_bytes(b"")
+    (tmp_path / "cards.sqlite3").symlink_to(tmp_path / "volume" / "cards.sqlite3")
+    asked = []
 
     class Store:
         path = str(tmp_path / "cards.sqlite3")
@@ -445,10 +449,11 @@ def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_p
             self.vacuumed = True
 
     Usage = namedtuple("Usage", "total used free")
-    monkeypatch.setattr(prune_cli.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 40 * 1024, 40 * 1024))
+    monkeypatch.setattr(prune_cli.shutil, "disk_usage",
+                        lambda path: asked.append(path) or Usage(10**9, 10**9 - 40 * 1024, 40 * 1024))
     store = Store()
     asyncio.run(prune_cli._reclaim(store, vacuum=True))
-    assert store.vacuumed
+    assert store.vacuumed and asked == [(tmp_path / "volume").resolve()]
     assert capsys.readouterr().out.startswith("VACUUM: 150.0 KiB -> 40.0 KiB in ")
     monkeypatch.setattr(prune_cli.shutil, "disk_usage", lambda path: Usage(10**9, 10**9, 40 * 1024 - 1))
     store = Store()
