@@ -28,7 +28,8 @@ Sub-commands:
 The admin token comes from ``--admin-token-file PATH`` (``-``: standard input) or the
 environment variable ``CARDGAMES_ADMIN_TOKEN``, never from a flag's value (which ``ps``
 shows); it is never printed. Exit status: 0 done; 1 the API refused or failed (one line on
-stderr: the gRPC status, the engine's reason and its message); 2 a usage error.
+stderr: the gRPC status, the engine's reason and its message); 2 a usage error; 130
+interrupted (Ctrl-C, no traceback), as a shell reports a command SIGINT ended.
 
 ``--json`` output (``list``, ``inspect``, ``terminate``) uses the protobuf field names of
 proto/cardgames/v1 (docs/api.md) for its keys, every field always present (``null`` when
@@ -609,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "inspect, terminate and export matches; reissue a seat token.",
                        epilog="The admin token: --admin-token-file PATH or the environment "
                        f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
-                       "failed (gRPC status and reason on stderr), 2 usage error.")
+                       "failed (gRPC status and reason on stderr), 2 usage error, 130 interrupted (Ctrl-C).")
     _connection_options(p, top=True)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

@@ -972,3 +972,17 @@ def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
                                       str(tmp_path / "seat\udcff.token"), token="adm1n")
     assert status == 0 and (tmp_path / "seat\udcff.token").read_text() == "n3w-t0ken\n", err
     assert printed.endswith(f"Written to {tmp_path}/seat\\xff.token (mode 0600).\n"), printed
+
+
+def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch):
+    """The module's docstring and --help: exit status 130 when interrupted (Ctrl-C), as a
+    shell reports a command SIGINT ended, and nothing printed (no traceback)."""
+    engine, _ = stand_in(monkeypatch)
+
+    async def interrupted(match_id):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "inspect", interrupted, raising=False)
+    assert in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1", token="adm1n") == (130, "", "")
+    status, out, _ = in_process(capsys, monkeypatch, "--help")
+    assert status == 0 and "130 interrupted (Ctrl-C)" in " ".join(out.split())
