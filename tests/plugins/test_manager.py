@@ -1101,3 +1101,21 @@ def test_a_cardgames_hook_served_by_a_cached_property_is_not_silently_ignored():
     assert not {"cached", "misspelt"} & set(catalog.names())
     assert sorted(f.plugin for f in catalog.failures) == ["Cached", "Misspelt"], catalog.failures
     assert "Cached" not in catalog.plugins and "Misspelt" not in catalog.plugins
+
+
+def test_a_plugin_with_a_refused_spec_is_named_loaded_and_failed_in_the_summary():
+    """docs/bots.md: a spec refused alone (stage ``spec``) leaves the plugin's other bots
+    loaded, "and ``bot_plugins_loaded`` names the plugin under both ``plugins`` and
+    ``failed``"."""
+
+    class HalfGood:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("good-half", lambda game_id: None), BotSpec("Bad Half", lambda game_id: None)]
+
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=[HalfGood()], environ={}))
+    assert "good-half" in catalog.names()
+    [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
+    assert "HalfGood" in loaded["plugins"] and loaded["failed"] == ["HalfGood"], loaded
+    assert "good-half" in loaded["bots"] and "Bad Half" not in loaded["bots"]
