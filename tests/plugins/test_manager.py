@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import signal
 import sys
 import threading
@@ -1119,3 +1120,45 @@ def test_a_plugin_with_a_refused_spec_is_named_loaded_and_failed_in_the_summary(
     [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
     assert "HalfGood" in loaded["plugins"] and loaded["failed"] == ["HalfGood"], loaded
     assert "good-half" in loaded["bots"] and "Bad Half" not in loaded["bots"]
+
+
+def test_a_failure_said_at_a_plugin_file_whose_name_is_not_utf8_is_one_listbots_can_send(tmp_path, monkeypatch):
+    """ListBots names a plugin's own exception by type and place: the place's file name is the
+    host's, and one with a byte that is not UTF-8 (a Latin-1 file system entry) comes as a lone
+    surrogate, which protobuf cannot send: every ListBots failed, as for a plugin's name (the
+    test above). The summary is said escaped, as the name is."""
+    from engine_service.sessions.api import BotLoadFailure
+    from engine_service.transport import codec
+
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9_plugin.py")
+    with open(path, "wb") as out:
+        out.write(b"from engine_service.plugins import hookimpl\n\n\n"
+                  b"@hookimpl\ndef cardgames_bots():\n    raise RuntimeError('s3cret')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["caf\udce9_plugin"], environ={}))
+    finally:
+        sys.modules.pop("caf\udce9_plugin", None)
+    [failure] = catalog.failures
+    assert (failure.plugin, failure.stage, failure.summary) == (
+        "caf\\xe9_plugin", "hook", "RuntimeError at caf\\xe9_plugin.py:6 in cardgames_bots")
+    codec.bot_load_failure_message(BotLoadFailure(failure.plugin, failure.stage, failure.summary)).SerializeToString()
+
+
+def test_what_an_installed_plugin_prints_at_import_is_kept_off_the_streams_and_said(monkeypatch, tmp_path, capsys):
+    """docs/operations.md, ``bot_plugin_output_discarded``: a plugin printed while the engine
+    imported it or called its hook; one line per plugin that printed. An installed plugin (an
+    entry point) is imported as a ``--plugin`` module is (the test of ``quiet`` above)."""
+    (tmp_path / "printing_entry_point.py").write_text(
+        "import sys\nprint('import-out')\nprint('import-err', file=sys.stderr)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _found_first(monkeypatch, [("printing", "printing_entry_point")])
+    try:
+        with capture_logs() as logs:
+            catalog = load_catalog(PluginSettings.resolve(environ={}), quiet=True)
+    finally:
+        sys.modules.pop("printing_entry_point", None)
+    assert "printing" in catalog.plugins and capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("printing", len("import-out\n"), len("import-err\n"))]
