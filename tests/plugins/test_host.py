@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 from engine_service.observability.metrics import Metrics
 from engine_service.plugins.host import BotHost, Decision, bot_budget
 from engine_service.rules import all_game_ids
+from tests.plugins import broken_plugins
 from tests.processes import child_pids
 from tests.sessions.helpers import until
 
@@ -80,7 +81,9 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
         assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
-    run(with_host(body, plugins=("tests.plugins.klaberjass_only",)))
+        # docs/bots.md: a spec naming unknown ids beside known ones "is kept for the known ones"
+        assert infos["half-known"].games == ("jojotte",)
+    run(with_host(body, plugins=("tests.plugins.klaberjass_only", broken_plugins.ReturnsGarbage())))
 
 
 def test_random_decisions_are_legal_and_replay_from_the_seed():
