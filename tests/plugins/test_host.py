@@ -44,6 +44,20 @@ def wide_margin(monkeypatch):
 
 
 
+def test_the_zygote_freezes_what_it_loaded_before_it_forks_its_workers():
+    """What the plugins' import built in the zygote is frozen out of the garbage collector's
+    view before the zygote forks (gc.freeze): its end at the pool's close, which the engine's
+    stop waits for, no longer collects it (about 60 ms of that stop), and its workers'
+    collections never walk it. A worker's bot sees frozen objects. (Dropped by mistake in
+    1dda5f89 with the test that moved to tests/test_child_exit.py; tests/plugins/gc_frozen.py
+    was left without a test.)"""
+    async def body(host):
+        return await host.decide("says-frozen", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+
+    d = run(with_host(body, workers=1, plugins=["tests.plugins.gc_frozen"]))
+    assert d.action == LEGAL[0], d
+
+
 def test_budget_leaves_a_margin_for_the_round_trip():
     """docs/bots.md, "Time limits": a bot is told the time left before the deadline minus a
     margin for the round trip, a fifth of it, between 5 and 100 ms (never a negative budget).
