@@ -95,6 +95,8 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
         assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
+        # docs/bots.md: a spec's description is "shown by ListBots"
+        assert infos["klaberjass-only"].description == "the first legal action, in Klaberjass only"
         # docs/bots.md: a spec naming unknown ids beside known ones "is kept for the known ones"
         assert infos["half-known"].games == ("jojotte",)
     run(with_host(body, plugins=("tests.plugins.klaberjass_only", broken_plugins.ReturnsGarbage())))
