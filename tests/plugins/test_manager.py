@@ -5,6 +5,8 @@ rest loads)."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import signal
 import sys
 import threading
@@ -594,8 +596,8 @@ def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_ma
 
 
 def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mapping_or_one_spec():
-    """docs/bots.md: a list, a tuple or a generator; None is no bots. A string or a mapping
-    (whose items are characters, keys) and a lone BotSpec are refused whole, saying what was
+    """docs/bots.md: a list, a tuple or a generator; None is no bots. A string, bytes (a
+    ``bytearray`` too) or a mapping (whose items are characters, byte values, keys) and a lone BotSpec are refused whole, saying what was
     returned: before, a string was refused character by character and a lone spec as a
     TypeError in the engine's own code."""
 
@@ -613,7 +615,8 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
               plugin("Nothing", lambda: None), plugin("Text", lambda: "random"),
               plugin("Mapping", lambda: {BotSpec("from-dict", lambda g: None): 1}),
               plugin("Lone", lambda: BotSpec("lone", lambda g: None)), plugin("Number", lambda: 5),
-              plugin("Breaks", breaks)]
+              plugin("Breaks", breaks), plugin("Bytes", lambda: b"random"),
+              plugin("ByteArray", lambda: bytearray(b"random"))]
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
     # a refused answer is a failure only, not also a plugin "offering no bots" (that is None's)
@@ -627,6 +630,8 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
         "Lone": ("hook", "cardgames_bots returned a BotSpec, not an iterable of BotSpec (return [spec])"),
         "Number": ("hook", "cardgames_bots returned int, not an iterable of BotSpec"),
         "Breaks": ("hook", failed["Breaks"][1]),
+        "Bytes": ("hook", "cardgames_bots returned bytes, not an iterable of BotSpec"),
+        "ByteArray": ("hook", "cardgames_bots returned bytearray, not an iterable of BotSpec"),
     }, failed
     assert failed["Breaks"][1].startswith("RuntimeError at test_manager.py:"), failed["Breaks"]
 
@@ -1023,3 +1028,137 @@ def test_a_spec_whose_own_code_raises_as_it_is_read_is_refused_alone_without_its
     assert (failure.plugin, failure.stage) == ("Plugin", "spec")
     assert failure.summary.startswith("RuntimeError at test_manager.py:") and failure.summary.endswith(" in __eq__")
     assert "s3cret" in failure.error and "s3cret" not in failure.summary
+
+
+def test_a_bot_name_is_at_most_64_characters_and_starts_with_a_letter_or_a_digit():
+    """docs/bots.md (a spec's ``name``): lower-case letters, digits, ``-``, ``_``, starting with
+    a letter or a digit, at most 64 characters. The longest name and one starting with a digit
+    are listed; one character more, or a leading ``-`` or ``_``, is refused alone."""
+    longest = "a" * 64
+
+    class Names:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec(name, lambda game_id: None)
+                    for name in (longest, "7-up", longest + "a", "-dash", "_under")]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Names()], environ={}))
+    assert {longest, "7-up"} <= set(catalog.names())
+    assert not {longest + "a", "-dash", "_under"} & set(catalog.names())
+    assert sorted(f.summary.split("'")[1] for f in catalog.failures
+                  if f.plugin == "Names" and f.stage == "spec") == sorted(["-dash", "_under", longest + "a"])
+
+
+def test_a_game_id_with_a_trailing_newline_beside_a_known_one_is_no_id():
+    """docs/bots.md: ``games`` lists game ids; a misspelt id beside known ones is kept with a
+    warning, but one that is no id at all is refused with the bot (see the test above). An id
+    followed by a newline is no id, as a bot name followed by one is no name: ``$`` alone
+    matches before a final newline, and the bot was kept with the bad id beside the good."""
+
+    class Newline:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("nl-game", lambda game_id: None, games=("klaberjass", "jojotte\n"))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
+    assert "nl-game" not in catalog.names()
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("Newline", "spec")]
+    assert "games must be a non-empty list of game ids" in catalog.failures[0].error
+
+
+def test_only_a_cardgames_underscore_name_is_a_hook_by_its_name():
+    """hookspecs.py / docs/bots.md: a function named ``cardgames_*`` is a hook even without
+    ``@hookimpl`` (checked against the hookspecs). A helper whose name only starts with
+    ``cardgames`` (no underscore) is the plugin's own function, no reason to refuse it."""
+
+    class Helper:
+        def cardgamesutil(self):
+            return None
+
+        def cardgames_bots(self):
+            return [BotSpec("helped", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Helper()], environ={}))
+    assert catalog.failures == [] and catalog.entries["helped"].plugin == "Helper"
+
+
+def test_a_cardgames_hook_served_by_a_cached_property_is_not_silently_ignored():
+    """manager.py: a misspelt hook is a validation error rather than a silently ignored
+    function. A ``functools.cached_property`` named ``cardgames_*`` is a descriptor whose value
+    (here a list, not a function) is no hook: pluggy refuses the attribute, and the plugin is a
+    load failure; read only through ``getattr``, it was skipped, the plugin loading with no bot
+    and no word, whether the name was right or misspelt."""
+    class Cached:
+        @functools.cached_property
+        def cardgames_bots(self):
+            return [BotSpec("cached", lambda game_id: None)]
+
+    class Misspelt:
+        @functools.cached_property
+        def cardgames_bot(self):
+            return [BotSpec("misspelt", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Cached(), Misspelt()], environ={}))
+    assert not {"cached", "misspelt"} & set(catalog.names())
+    assert sorted(f.plugin for f in catalog.failures) == ["Cached", "Misspelt"], catalog.failures
+    assert "Cached" not in catalog.plugins and "Misspelt" not in catalog.plugins
+
+
+def test_a_plugin_with_a_refused_spec_is_named_loaded_and_failed_in_the_summary():
+    """docs/bots.md: a spec refused alone (stage ``spec``) leaves the plugin's other bots
+    loaded, "and ``bot_plugins_loaded`` names the plugin under both ``plugins`` and
+    ``failed``"."""
+
+    class HalfGood:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("good-half", lambda game_id: None), BotSpec("Bad Half", lambda game_id: None)]
+
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=[HalfGood()], environ={}))
+    assert "good-half" in catalog.names()
+    [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
+    assert "HalfGood" in loaded["plugins"] and loaded["failed"] == ["HalfGood"], loaded
+    assert "good-half" in loaded["bots"] and "Bad Half" not in loaded["bots"]
+
+
+def test_a_failure_said_at_a_plugin_file_whose_name_is_not_utf8_is_one_listbots_can_send(tmp_path, monkeypatch):
+    """ListBots names a plugin's own exception by type and place: the place's file name is the
+    host's, and one with a byte that is not UTF-8 (a Latin-1 file system entry) comes as a lone
+    surrogate, which protobuf cannot send: every ListBots failed, as for a plugin's name (the
+    test above). The summary is said escaped, as the name is."""
+    from engine_service.sessions.api import BotLoadFailure
+    from engine_service.transport import codec
+
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9_plugin.py")
+    with open(path, "wb") as out:
+        out.write(b"from engine_service.plugins import hookimpl\n\n\n"
+                  b"@hookimpl\ndef cardgames_bots():\n    raise RuntimeError('s3cret')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["caf\udce9_plugin"], environ={}))
+    finally:
+        sys.modules.pop("caf\udce9_plugin", None)
+    [failure] = catalog.failures
+    assert (failure.plugin, failure.stage, failure.summary) == (
+        "caf\\xe9_plugin", "hook", "RuntimeError at caf\\xe9_plugin.py:6 in cardgames_bots")
+    codec.bot_load_failure_message(BotLoadFailure(failure.plugin, failure.stage, failure.summary)).SerializeToString()
+
+
+def test_what_an_installed_plugin_prints_at_import_is_kept_off_the_streams_and_said(monkeypatch, tmp_path, capsys):
+    """docs/operations.md, ``bot_plugin_output_discarded``: a plugin printed while the engine
+    imported it or called its hook; one line per plugin that printed. An installed plugin (an
+    entry point) is imported as a ``--plugin`` module is (the test of ``quiet`` above)."""
+    (tmp_path / "printing_entry_point.py").write_text(
+        "import sys\nprint('import-out')\nprint('import-err', file=sys.stderr)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _found_first(monkeypatch, [("printing", "printing_entry_point")])
+    try:
+        with capture_logs() as logs:
+            catalog = load_catalog(PluginSettings.resolve(environ={}), quiet=True)
+    finally:
+        sys.modules.pop("printing_entry_point", None)
+    assert "printing" in catalog.plugins and capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("printing", len("import-out\n"), len("import-err\n"))]

@@ -317,3 +317,49 @@ def test_no_alarm_outside_the_main_thread(no_outer_alarm):
     thread.join(30)
     assert [r.action for r in replies] == [LEGAL[0]], replies
     assert bot.seen[0][2] == 0.0  # no timer
+
+
+def test_the_budget_counts_from_the_decisions_start_the_factorys_time_included(monkeypatch):
+    """docs/bots.md, "Time limits": a factory runs at a worker's first decision for its game,
+    "inside that decision's budget", so ``request.time_left()`` counts from the decision's
+    start, not from after the factory; and it goes negative once the budget is spent
+    (protocol.DecisionRequest.time_left), so a search loop's ``> 0`` check stops."""
+    from engine_service.plugins import protocol as protocol_module
+
+    clock = _Clock()
+    monkeypatch.setattr(runner_module, "time", clock)
+    monkeypatch.setattr(protocol_module, "time", clock)
+    left: list[float] = []
+
+    class Reads:
+        def decide(self, request):
+            left.append(request.time_left())
+            clock.now += 2.5
+            left.append(request.time_left())
+            return request.legal[0]
+
+    def slow_factory(game_id):
+        clock.now += 0.5
+        return Reads()
+
+    reply = _runner(reads=slow_factory).decide("reads", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+    assert reply.action == LEGAL[0], reply
+    assert left == [pytest.approx(1.5), pytest.approx(-1.0)], left
+
+
+def test_an_in_process_bot_is_interrupted_one_second_past_its_budget(monkeypatch, no_outer_alarm):
+    """docs/bots.md (the arena's ``--strict-time``): "a bot still running a second past its
+    budget is interrupted": the alarm is armed for the budget plus one second."""
+    bot = _Records()
+    runner = _runner(recorder=lambda game_id: bot)
+    armed: list[float] = []
+    setitimer = signal.setitimer
+    monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
+        armed.append(seconds), setitimer(which, seconds, *rest))[1])
+    try:
+        reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, 0.5, enforce_budget=True,
+                              in_process=True)
+    finally:
+        setitimer(signal.ITIMER_REAL, 0)
+    assert reply.action == LEGAL[0], reply
+    assert armed == [pytest.approx(1.5), 0], armed
