@@ -241,6 +241,15 @@ def no_outer_alarm():
     signal.setitimer(signal.ITIMER_REAL, delay, interval)
 
 
+def _recorded_alarms(monkeypatch) -> list[float]:
+    """The seconds of every ``signal.setitimer`` call from now on (each still made)."""
+    armed: list[float] = []
+    setitimer = signal.setitimer
+    monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
+        armed.append(seconds), setitimer(which, seconds, *rest))[1])
+    return armed
+
+
 @pytest.mark.parametrize("enforce, in_process, budget, alarm", [
     (True, True, 10.0, 30.0), (True, True, 0.0, 20.001), (True, False, 10.0, None), (False, True, 10.0, None)])
 def test_only_an_in_process_runner_enforcing_the_budget_arms_an_alarm_and_it_puts_the_old_handler_back(
@@ -250,10 +259,7 @@ def test_only_an_in_process_runner_enforcing_the_budget_arms_an_alarm_and_it_put
     monkeypatch.setattr(runner_module, "INTERRUPT_AFTER", 20.0)
     bot = _Records()
     runner = _runner(recorder=lambda game_id: bot)
-    armed: list[float] = []
-    setitimer = signal.setitimer
-    monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
-        armed.append(seconds), setitimer(which, seconds, *rest))[1])
+    armed = _recorded_alarms(monkeypatch)
 
     def mine(signum, frame):
         raise AssertionError("the caller's handler ran")
@@ -352,10 +358,7 @@ def test_an_in_process_bot_is_interrupted_one_second_past_its_budget(monkeypatch
     budget is interrupted": the alarm is armed for the budget plus one second."""
     bot = _Records()
     runner = _runner(recorder=lambda game_id: bot)
-    armed: list[float] = []
-    setitimer = signal.setitimer
-    monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
-        armed.append(seconds), setitimer(which, seconds, *rest))[1])
+    armed = _recorded_alarms(monkeypatch)
     try:
         reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, 0.5, enforce_budget=True,
                               in_process=True)
