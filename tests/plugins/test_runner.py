@@ -241,12 +241,15 @@ def no_outer_alarm():
     signal.setitimer(signal.ITIMER_REAL, delay, interval)
 
 
+_REAL_SETITIMER = signal.setitimer
+
+
 def _recorded_alarms(monkeypatch) -> list[float]:
-    """The seconds of every ``signal.setitimer`` call from now on (each still made)."""
+    """The seconds of every ``signal.setitimer`` call from now on (each still made; a test
+    disarms its own with ``_REAL_SETITIMER``, unrecorded)."""
     armed: list[float] = []
-    setitimer = signal.setitimer
     monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
-        armed.append(seconds), setitimer(which, seconds, *rest))[1])
+        armed.append(seconds), _REAL_SETITIMER(which, seconds, *rest))[1])
     return armed
 
 
@@ -269,7 +272,7 @@ def test_only_an_in_process_runner_enforcing_the_budget_arms_an_alarm_and_it_put
                               enforce_budget=enforce, in_process=in_process)
         after = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)[0]
     finally:
-        setitimer(signal.ITIMER_REAL, 0)
+        _REAL_SETITIMER(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert reply.action == LEGAL[0] or budget == 0.0, reply  # no answer is in time with no budget
     [(_, handler, timer, _)] = bot.seen
@@ -363,6 +366,6 @@ def test_an_in_process_bot_is_interrupted_one_second_past_its_budget(monkeypatch
         reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, 0.5, enforce_budget=True,
                               in_process=True)
     finally:
-        setitimer(signal.ITIMER_REAL, 0)
+        _REAL_SETITIMER(signal.ITIMER_REAL, 0)
     assert reply.action == LEGAL[0], reply
     assert armed == [pytest.approx(1.5), 0], armed
