@@ -206,3 +206,19 @@ def test_kl_a23_a_king_played_without_the_announcement_reveals_nothing(options):
     assert state.public_view()["table"]["revealed"] == [[], []]
     assert state.view(1)["table"]["revealed"] == [[], []]
     assert "QH" in codes_of(state.secret_cards(1))
+
+
+def test_kl_a20_a_clone_declaring_otherwise_leaves_the_original_meld_choice_alone():
+    """KL-A20 (``kl_meld_declaration = optional``): each player's declare / conceal decides
+    what he can score (KL-5.6). ``clone`` (search bots try both choices on copies) must not
+    share that choice: a clone whose elder conceals leaves the original, whose elder
+    declared his trump K-Q-J (20, KL-5.3), scoring it - and the clone scores nothing."""
+    from .test_klaberjass_audit import deck_for
+    state, _ = both({"kl_meld_declaration": "optional"}, 1, deck_for(*KQJ_DECK_HANDS), ["take", "keep", "keep"])
+    copy = state.clone()
+    state.apply("declare")
+    copy.apply("conceal")
+    state.apply("declare")
+    copy.apply("declare")
+    assert state.public_view()["table"]["meld_points"] == [20, 0]
+    assert copy.public_view()["table"]["meld_points"] == [0, 0]
