@@ -188,3 +188,37 @@ def test_kl_7_2_kl_a20_a_concealed_trump_kqj_sequence_still_earns_the_kqj_bonus(
     assert r["bonuses"] == [20 + kqj, 0]  # bella 20 + the K-Q-J bonus
     assert state.deal_details()[0]["trump_kqj"] == [kqj, 0]
     assert r["scored"][0] == r["card_points"][0] + 40  # 20 either way, as a meld or as the bonus
+
+
+@pytest.mark.parametrize("options", [{}, {"kl_bella_order": "any"},
+                                     {"kl_bella_order": "any", "kl_bella_announcement": "required"}])
+def test_kl_a23_a_king_played_without_the_announcement_reveals_nothing(options):
+    """KL-7.1, KL-A23: only ``play:KX:bella`` is a public statement that the player can still
+    complete the marriage (docs/games/klaberjass.md, ``revealed``: "the trump queen after a
+    ``play:KX:bella`` made before it"). A trump king played bare - at the default table, where
+    nothing is announced, or at a ``required`` table without the flag - says nothing about the
+    queen: it stays out of ``table.revealed`` and secret to the opponent."""
+    from engine_service.rules.cards import codes_of
+
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    state, _ = both(options, 1, deck, ["take", "keep", "keep", "play:KH"])
+    assert state.public_view()["table"]["revealed"] == [[], []]
+    assert state.view(1)["table"]["revealed"] == [[], []]
+    assert "QH" in codes_of(state.secret_cards(1))
+
+
+def test_kl_a20_a_clone_declaring_otherwise_leaves_the_original_meld_choice_alone():
+    """KL-A20 (``kl_meld_declaration = optional``): each player's declare / conceal decides
+    what he can score (KL-5.6). ``clone`` (search bots try both choices on copies) must not
+    share that choice: a clone whose elder conceals leaves the original, whose elder
+    declared his trump K-Q-J (20, KL-5.3), scoring it - and the clone scores nothing."""
+    from .test_klaberjass_audit import deck_for
+    state, _ = both({"kl_meld_declaration": "optional"}, 1, deck_for(*KQJ_DECK_HANDS), ["take", "keep", "keep"])
+    copy = state.clone()
+    state.apply("declare")
+    copy.apply("conceal")
+    state.apply("declare")
+    copy.apply("declare")
+    assert state.public_view()["table"]["meld_points"] == [20, 0]
+    assert copy.public_view()["table"]["meld_points"] == [0, 0]
