@@ -266,6 +266,8 @@ def test_exchange_offer_lists_each_seven_held_in_suit_order_jj_4_2():
     assert legal(state) == offer and state.view(0)["table"]["exchange_offer"] == offer
     assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]
     assert state.public_view()["table"]["exchange_offer"] is None
+    act(state, "exchange:7D")  # docs/games/jojotte.md: the step's legal set "from that step on"
+    assert state.view(0)["table"]["exchange_offer"] == offer and "7D" not in state.view(0)["hand"]
 
 def test_view_names_the_non_dealer_and_nobody_to_act_between_deals_jj_2_2():
     """JJ-2.2: the deal alternates, and ``table.non_dealer`` is the other seat than ``dealer``
