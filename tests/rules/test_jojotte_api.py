@@ -311,6 +311,10 @@ def test_secret_cards_jo_shows_the_queen_of_the_trump_suit_only():
     z = state.zones()
     assert {"QS", "QH", "QD"} <= set(state.view(0)["hand"])
     assert state.secret_cards(1) == (z["hand0"] & ~(1 << card_id("QH"))) | z["stock"]
+    # the finished trick (game.py zones: card locations): both its cards in the winner's won
+    # zone, neither in the stock nor among the secrets
+    trick = (1 << card_id("AC")) | (1 << card_id("KH"))
+    assert z["won0"] == trick and z["won1"] == 0 and not (z["stock"] | state.secret_cards(None)) & trick
 
 
 def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
