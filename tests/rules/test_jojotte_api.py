@@ -14,7 +14,7 @@ from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction,
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
 
-from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, legal, table
+from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, legal, make_deck, table
 from .last_trick import check_deal_boundaries
 from .playout import cards_in, iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
@@ -232,6 +232,21 @@ def test_finished_tricks_score_their_value_as_points_except_in_nullo_jj_8_4():
     assert table(state)["trick_points"] == [0, 0]
 
 
+def test_previous_nullo_deals_last_trick_keeps_no_trick_points_jj_7_3_jj_8_4():
+    """After a nullo deal ends, ``last_trick`` (its ninth trick, shown until the next deal's
+    first trick is complete) is valued under that deal's contract: no last-trick 10 (JJ-7.3:
+    "except in nullo") and no ``points`` (JJ-8.4), the card alone at no-trump (JJ-4.5, JJ-8.1,
+    JJ-8.2: the highest of A/T 10, K/Q 5, any other 0)."""
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    auto_finish_deal(state)
+    nt_value = {"A": 10, "T": 10, "K": 5, "Q": 5}
+    last = state.public_view()["last_trick"]
+    assert last["winner"] == 1 and last["points"] is None
+    assert last["value"] == max(nt_value.get(p["card"][0], 0) for p in last["plays"])
+    state.deal(make_deck(**PLAY_DEAL))  # the next deck: still the nullo deal's trick
+    assert state.public_view()["last_trick"] == last
+
+
 def test_no_exchange_offer_without_an_exchange_window_jj_4_2():
     """JJ-4.2: another suit named than the turn-up's (PLAY_DEAL turns up 8S; diamonds named)
     opens no window: neither seat's view has an ``exchange_offer`` (NOTATION 2.2: it is the
@@ -251,6 +266,8 @@ def test_exchange_offer_lists_each_seven_held_in_suit_order_jj_4_2():
     assert legal(state) == offer and state.view(0)["table"]["exchange_offer"] == offer
     assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]
     assert state.public_view()["table"]["exchange_offer"] is None
+    act(state, "exchange:7D")  # docs/games/jojotte.md: the step's legal set "from that step on"
+    assert state.view(0)["table"]["exchange_offer"] == offer and "7D" not in state.view(0)["hand"]
 
 def test_view_names_the_non_dealer_and_nobody_to_act_between_deals_jj_2_2():
     """JJ-2.2: the deal alternates, and ``table.non_dealer`` is the other seat than ``dealer``
@@ -294,6 +311,10 @@ def test_secret_cards_jo_shows_the_queen_of_the_trump_suit_only():
     z = state.zones()
     assert {"QS", "QH", "QD"} <= set(state.view(0)["hand"])
     assert state.secret_cards(1) == (z["hand0"] & ~(1 << card_id("QH"))) | z["stock"]
+    # the finished trick (game.py zones: card locations): both its cards in the winner's won
+    # zone, neither in the stock nor among the secrets
+    trick = (1 << card_id("AC")) | (1 << card_id("KH"))
+    assert z["won0"] == trick and z["won1"] == 0 and not (z["stock"] | state.secret_cards(None)) & trick
 
 
 def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():

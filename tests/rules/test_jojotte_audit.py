@@ -266,7 +266,11 @@ def test_JJ_4_2_both_hold_sevens_or_neither_both_steps_no_exchange(seat1_second)
     state = new()
     state.deal(deck)
     steps(state, (0, "accept", None), (1, "pass", None),
-          (1, "no_exchange", ["no_exchange"]), (0, "no_exchange", ["no_exchange"]))
+          (1, "no_exchange", ["no_exchange"]))
+    # the window exists (turn-up suit is trump, the turn-up no seven) though nobody may exchange
+    assert state.public_view()["table"]["exchange_window"] is True
+    assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]  # his step's legal set
+    steps(state, (0, "no_exchange", ["no_exchange"]))
     assert state.legal_actions() == ["nullo", "pass"]
 
 

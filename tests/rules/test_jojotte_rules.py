@@ -351,6 +351,16 @@ def test_JJ_5_9_a_higher_declarer_quartet_says_not_good_and_both_stated_quartets
     assert M.revealed_by(lines) == mask("QS", "QH", "QD", "QC", "JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")
 
 
+def test_JJ_5_9_a_lower_declarer_quartet_says_good_and_stays_hidden():
+    """JJ-5.9: the declarer answers ``good`` when he holds no quartet *or a lower one*: against
+    the defender's jacks (seat 0) his aces (seat 1, J 9 A T K Q, JJ-1.5) say ``good``, not
+    ``not_good A``; only the defender's quartets are revealed ("nothing else is revealed")."""
+    st = M.settle((mask("JS", "JH", "JD", "JC"), mask("AS", "AH", "AD", "AC")), 0, 0)
+    lines = M.dialogue(st)
+    assert [(d["seat"], d["say"]) for d in lines][:3] == [(0, "quartet J"), (1, "good"), (0, "scores")]
+    assert M.revealed_by(lines) == mask("JS", "JH", "JD", "JC")
+
+
 def test_JJ_5_9_a_longer_declarer_sequence_says_not_good_with_its_length():
     """JJ-5.9 / JJ-5.6: the declarer (seat 1) answers the defender's ``length 3`` with
     ``not_good 4`` (his length, no top card asked) and scores."""
