@@ -506,6 +506,21 @@ def test_two_column_clearing_moves_three_cards():
     assert st.view(1)["table"]["deal_actions"][-1]["from"] == "hand"
 
 
+def test_a_clone_clearing_the_other_column_leaves_the_originals_public_card_alone_jjk_4_3():
+    """JJK-4.3, 9.2: the up card moved to the hand by the two-column clearing is public
+    (``known_in_hand``). A clone (search bots copy a match) that clears through the other column
+    knows its own moved card, and the original keeps its own: the two share no such record."""
+    st = GAME.position(trump="NT", hands=[["7D"], ["8D"]],
+                       columns=[[["9H", "8C"], ["TD", "KH"]], []], to_act=0)
+    twin = st.clone()
+    play(st, "KH")
+    play(twin, "8C")
+    assert st.view(1)["table"]["known_in_hand"][0] == ["8C"]
+    assert twin.view(1)["table"]["known_in_hand"][0] == ["KH"]
+    assert st.secret_cards(1) & (1 << card_id("8C")) == 0
+    assert twin.secret_cards(1) & (1 << card_id("KH")) == 0
+
+
 def test_a_positions_leader_has_played_its_lead_so_its_up_cards_are_available_jjk_5_1():
     """JJK-5.1: a seat that has played a card in the deal may play its up cards. A position
     whose ``lead`` was played by the other seat counts that lead as the leader's card even when
