@@ -1091,6 +1091,19 @@ def test_refusals_after_a_normal_lead_cite_jjk_5_3():
     assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
 
 
+def test_a_first_card_refusal_counts_a_suit_only_on_the_table_as_absent_jjk_a2():
+    """JJK-5.1, JJK-A2: before its first card a follower's up cards are not available, so a
+    spade lying only on its table counts as absent and the duty is to trump from the hand; the
+    refusal of a discard says so (not "follow suit S", which the table spade cannot do)."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8D", "TH"]], columns=[[], [["9C", "KS"], ["TD", "QC"]]],
+                       played_any=(True, False), to_act=0)
+    st.apply("play:AS")
+    assert st.legal_actions() == ["play:TH"]
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
+
+
 def test_position_puts_every_unplaced_card_out_of_play():
     """``GAME.position``: cards not placed are out of play (zone ``out``), so the zones still
     partition the 36-card pack (JJK-1.1) and no unplaced card counts as a hand or table card."""
