@@ -349,6 +349,20 @@ def test_japanese_joker_follower_takes_by_jjk_6():
     assert st.trick_rank(card_id("AH")) < st.trick_rank(card_id("6D")) < st.trick_rank(36)
 
 
+def test_japanese_joker_last_to_trick_is_the_follower_also_after_the_ace_of_spades_jjk_6():
+    """JJK-6: a trick is one card by the leader and one by the follower, so the follower plays
+    the last card and the leader does not. The ace of spades is lead key 0: a led card is on
+    the table whatever its id (a ``lead > 0`` test would take it for no lead)."""
+    game = get_game("japanese_joker")
+    st = game.position(trump="H", hands=[["AS", "7D"], ["KS", "8D"]], to_act=0)
+    assert not st.last_to_trick()
+    st.apply("play:AS", 0)
+    assert st.to_act() == 1 and st.last_to_trick()
+    st = game.position(trump="H", hands=[["7D"], ["KS", "8D"]], to_act=1, lead=("AS", None))
+    assert st.last_to_trick()
+    assert _names(st, st.winning_ids(st.legal_ids())) == []  # KS is lower (JJK-6.2)
+
+
 def test_japanese_joker_trick_rank_is_trump_then_rank_whatever_the_suit_jjk_1_2_jjk_1_4():
     """``trick_rank``'s order over every card of the pack, under every trump and ``NT``, against
     the rulebook written out here: a trump is dearer than any other card (JJK-6.2: it takes a

@@ -506,6 +506,21 @@ def test_two_column_clearing_moves_three_cards():
     assert st.view(1)["table"]["deal_actions"][-1]["from"] == "hand"
 
 
+def test_a_clone_clearing_the_other_column_leaves_the_originals_public_card_alone_jjk_4_3():
+    """JJK-4.3, 9.2: the up card moved to the hand by the two-column clearing is public
+    (``known_in_hand``). A clone (search bots copy a match) that clears through the other column
+    knows its own moved card, and the original keeps its own: the two share no such record."""
+    st = GAME.position(trump="NT", hands=[["7D"], ["8D"]],
+                       columns=[[["9H", "8C"], ["TD", "KH"]], []], to_act=0)
+    twin = st.clone()
+    play(st, "KH")
+    play(twin, "8C")
+    assert st.view(1)["table"]["known_in_hand"][0] == ["8C"]
+    assert twin.view(1)["table"]["known_in_hand"][0] == ["KH"]
+    assert st.secret_cards(1) & (1 << card_id("8C")) == 0
+    assert twin.secret_cards(1) & (1 << card_id("KH")) == 0
+
+
 def test_a_positions_leader_has_played_its_lead_so_its_up_cards_are_available_jjk_5_1():
     """JJK-5.1: a seat that has played a card in the deal may play its up cards. A position
     whose ``lead`` was played by the other seat counts that lead as the leader's card even when
@@ -1071,6 +1086,19 @@ def test_refusals_after_a_normal_lead_cite_jjk_5_3():
     assert "you must follow suit S or play a joker (JJK-5.3)" in str(err.value)
     st = GAME.position(trump="H", hands=[["AS", "7D"], ["8D", "TH"]], to_act=0)
     st.apply("play:AS")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
+
+
+def test_a_first_card_refusal_counts_a_suit_only_on_the_table_as_absent_jjk_a2():
+    """JJK-5.1, JJK-A2: before its first card a follower's up cards are not available, so a
+    spade lying only on its table counts as absent and the duty is to trump from the hand; the
+    refusal of a discard says so (not "follow suit S", which the table spade cannot do)."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8D", "TH"]], columns=[[], [["9C", "KS"], ["TD", "QC"]]],
+                       played_any=(True, False), to_act=0)
+    st.apply("play:AS")
+    assert st.legal_actions() == ["play:TH"]
     with pytest.raises(IllegalAction) as err:
         st.apply("play:8D")
     assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
