@@ -294,6 +294,29 @@ def test_georgian_joker_after_an_unfollowed_low_joker_lead_a_discard_takes_nothi
     assert st.trick_rank(low_joker) < st.trick_rank(card_id("6D")) < st.trick_rank(card_id("6H"))
 
 
+def test_georgian_joker_no_last_card_to_a_trick_between_deals_or_after_the_match_gj_10_1():
+    """``last_to_trick`` asks whether the seat to act plays a trick's fourth card; once a
+    deal's final trick is complete the state waits for the next deck (GJ-10: deal_setup) or
+    the match is over, no seat acts and there is no trick in progress, so the answer is no,
+    although the completed trick had four cards. Found by mutation testing: dropping the
+    ``PLAYING`` check survived."""
+    from tests.rules.checks_georgian_joker import deck_for
+    game = get_game("georgian_joker")
+    st = game.new_state({}, first_dealer=3)  # deal 1: one card each, seat 0 leads
+    st.deal(deck_for([["AS"], ["KS"], ["QS"], ["JS"]], 3, "9H"))
+    for action in ("bid:1", "bid:0", "bid:0", "bid:1", "play:AS", "play:KS", "play:QS"):
+        st.apply(action)
+    assert st.last_to_trick()
+    st.apply("play:JS")
+    assert st.to_act() == CHANCE and not st.last_to_trick()
+    while st.to_act() != TERMINAL:  # the rest of the match by the auto-move policy (GJ-12.2)
+        if st.to_act() == CHANCE:
+            st.deal(list(game.pack))
+        else:
+            st.apply(game.auto_move(st.view(st.to_act())))
+    assert not st.last_to_trick()
+
+
 def _trumps_then_rank(st, set_trump):
     """Under each strain S H D C NT (``set_trump(index)``), ``st.trick_rank`` orders the pack's
     normal cards as the Joker rulebooks do: a trump above any other card, then the higher rank,

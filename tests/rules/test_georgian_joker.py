@@ -585,6 +585,21 @@ def test_bad_input_errors_leave_the_state_unchanged():
     assert snapshot(state) == before
 
 
+def test_a_forbidden_bid_of_all_the_tricks_is_refused_by_gj_4_3_not_as_out_of_range():
+    """GJ-4.2 / GJ-4.3 / GJ-4.5: after three passes in a three-card deal the dealer may not bid
+    3 (the bids would add up to n); 3 is within 0 .. n, so the refusal names GJ-4.3, and only
+    a bid above n is out of range (GJ-4.2)."""
+    state = seed_deal()
+    play_all(state, "bid:0 bid:0 bid:0")
+    assert state.legal_actions() == ["bid:0", "bid:1", "bid:2"]
+    before = snapshot(state)
+    with pytest.raises(IllegalAction, match=r"^bid:3: the dealer may not bid 3: .*\(GJ-4\.3\)$"):
+        state.apply("bid:3")
+    with pytest.raises(IllegalAction, match=r"^bid:4: a bid is 0 \.\. 3 in this 3-card deal \(GJ-4\.2\)$"):
+        state.apply("bid:4")
+    assert snapshot(state) == before
+
+
 def test_before_the_trump_is_declared_only_a_trump_choice_is_accepted_gj_3_5():
     """GJ-3.5 / GJ-4.5: in a nine-card deal the forehand first declares the trump; a bid or
     a card (even one of the three in hand) is refused saying so, and changes nothing."""

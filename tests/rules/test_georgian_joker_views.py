@@ -197,6 +197,25 @@ def test_last_trick_is_the_previous_deals_final_trick_until_the_first_trick_gj_1
     assert seen["determinized"] >= 6
 
 
+def test_previous_deals_final_trick_winner_follows_high_joker_lead_trumpable_gj_6_6():
+    """GJ-6.6 with option ``high_joker_lead_trumpable`` (GJ-13) and GJ-11.5: deal 1 (one card,
+    trump D) is a single trick, a ``high`` joker lead naming S, the ace of spades, a trump 7D
+    and a heart; the trump wins it. Between deals and after the next deal is dealt,
+    ``last_trick`` shows that trick with the winner the deal's ``taken`` records (seat 2), not
+    the leading joker (the default rule, GJ-6.1)."""
+    state = GAME.new_state({"high_joker_lead_trumpable": True}, first_dealer=3)  # forehand 0
+    state.deal(deck_for([["X1"], ["AS"], ["7D"], ["AH"]], dealer=3, indicator="TD"))
+    for action in ("bid:0", "bid:0", "bid:0", "bid:0", "play:X1:high:S", "play:AS", "play:7D", "play:AH"):
+        state.apply(action)
+    assert state.deal_results()[-1]["taken"] == [0, 0, 1, 0]
+    assert state.public_view()["last_trick"]["winner"] == 2
+    state.deal(list(GAME.pack))  # deal 2: no trick yet, the previous final trick is shown
+    assert state.public_view()["table"]["tricks"] == []
+    for view in [state.public_view()] + [state.view(s) for s in range(4)]:
+        assert view["last_trick"]["winner"] == 2
+        assert view["last_trick"]["plays"][0] == {"seat": 0, "card": "X1", "joker_mode": "high", "named_suit": "S"}
+
+
 # ---- GJ-11.2 and GJ-11.6 as scenarios on an explicit deck --------------------------------------
 
 def _nines_state():
