@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from bot_plugins import search
 from bot_plugins.search import DEFAULT_ROLLOUT, PLAYOUT_DECISIONS, SMALL_DEAL_CARDS, SearchBot, SearchParams, greedy_playout
 from engine_service.plugins import DecisionRequest
 from engine_service.rules import CHANCE, TERMINAL, get_game
@@ -440,6 +441,89 @@ def test_greedy_playout_takes_cheaply_or_throws_cheaply_when_epsilon_is_zero():
         assert seen > 30, game_id
         if game_id == "georgian_joker":
             assert ducked > 10  # seats that made their bid (GJ-7) were seen ducking
+
+
+class _LastCardOnly:
+    """A one-step stand-in state for :func:`greedy_playout`: one seat to play the last card to a
+    trick from ``ids`` (ranked by their own value), ``wins`` the plays that take it."""
+
+    def __init__(self, ids, wins, wants):
+        self.ids, self.wins, self.wants, self.played = list(ids), list(wins), wants, []
+
+    def to_act(self):
+        return -1 if self.played else 0
+
+    def legal_ids(self):
+        return self.ids
+
+    def apply_id(self, a):
+        self.played.append(a)
+
+    def last_to_trick(self):
+        return True
+
+    def winning_ids(self, ids):
+        return [a for a in ids if a in self.wins]
+
+    def trick_rank(self, a):
+        return a
+
+    def wants_trick(self, seat):
+        return self.wants
+
+
+def test_greedy_playout_when_every_play_wins_a_seat_that_wants_no_trick_takes_it_cheaply():
+    """docs/bots.md, "The search's rollout policy": a seat that does not want the trick (GJ-7,
+    JJ-4.3 / JJ-9.7) plays its dearest losing card, "or its cheapest winner when everything
+    wins"; a seat that wants it throws its cheapest card when nothing wins."""
+    for ids, wins, wants, expected in (([3, 1, 2], [3, 1, 2], False, 1),  # all win: cheapest winner
+                                       ([3, 1, 2], [2], False, 3),  # the dearest loser
+                                       ([3, 1, 2], [], True, 1),  # nothing wins: cheapest card
+                                       ([3, 1, 2], [3, 2], True, 2)):  # cheapest winner
+        st = _LastCardOnly(ids, wins, wants)
+        greedy_playout(st, random.Random(0), 0.0, True)
+        assert st.played == [expected], (ids, wins, wants)
+
+
+def test_the_search_defaults_are_the_documented_ones():
+    """docs/bots.md, "The first-party bots": 600 iterations or 85% of the time budget, 24 sampled
+    worlds, greedy ``epsilon`` 0.1; bid inference from 24 x 4 candidates within a quarter of the
+    decision's time; the flat playouts decide Jo-Jotte's double, redouble and nullo (JJ-3.3,
+    JJ-4.3); only Georgian Joker's and Jo-Jotte's states say whether a seat wants a trick."""
+    p = SearchParams()
+    assert (p.iterations, p.worlds, p.time_fraction, p.epsilon) == (600, 24, 0.85, 0.1)
+    assert (p.inference_candidates, p.inference_time) == (4, 0.25)
+    assert PLAYOUT_DECISIONS == {"double", "redouble", "nullo"}
+    assert SMALL_DEAL_CARDS == 3
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_the_tree_rolls_out_with_its_epsilon_and_the_wants_of_its_game(game_id, monkeypatch):
+    """Each rollout gets ``params.epsilon`` and asks ``wants_trick`` only where the deal score
+    hangs on which tricks a seat takes (Georgian Joker's bids, GJ-7; Jo-Jotte's nullo, JJ-4.3)."""
+    seen = set()
+    real = search.greedy_playout
+
+    def spy(state, rng, epsilon, wants):
+        seen.add((epsilon, wants))
+        real(state, rng, epsilon, wants)
+
+    monkeypatch.setattr(search, "greedy_playout", spy)
+    bot = SearchBot(game_id, SearchParams(iterations=3, worlds=1, epsilon=0.25))
+    who, view = next((w, v) for w, v in _decision_points(game_id, 12, 4) if not _flat_decision(game_id, v))
+    bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
+    assert seen == {(0.25, game_id in ("georgian_joker", "jojotte"))}
+
+
+def test_a_decision_with_one_legal_action_is_answered_at_once(monkeypatch):
+    """bot_plugins/search.py: "A decision with one legal action is answered at once": no world
+    is sampled and no iteration run."""
+    who, view = _decision_points("klaberjass", 1, 2)[0]
+    bot = SearchBot("klaberjass")
+    monkeypatch.setattr(bot.game, "determinize", lambda *a: pytest.fail("sampled a world"))
+    only = view["legal"][-1]
+    assert bot.decide(DecisionRequest("klaberjass", who, view, (only,), random.Random(1), 30.0)) == only
+    assert bot.last_iterations == 0
 
 
 def _decision_points(game_id: str, count: int, seed: int):
