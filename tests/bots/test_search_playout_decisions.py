@@ -11,11 +11,16 @@ Jo-Jotte it passed the declarer's suit with its three top trumps and every side 
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
 
+from bot_plugins.heuristic import make as make_heuristic
 from bot_plugins.search import SMALL_DEAL_CARDS, SearchBot, SearchParams
+from engine_service.plugins import DecisionRequest
+from engine_service.rules import CHANCE, InconsistentView, get_game
+from tests.rules.playout import shuffled
 from tests.bots.positions import deal, request
 
 
@@ -90,6 +95,22 @@ def test_small_deal_bid_keeps_to_the_budget(monkeypatch):
     assert len(worlds) == bot.params.worlds > 1
 
 
+def test_a_small_deal_bid_with_no_sampled_world_is_answered_by_the_heuristic(monkeypatch):
+    # a sampler that gives up on the view (InconsistentView) costs the decision its search, not
+    # the decision: with no world for the flat playouts nor for the tree the heuristic answers
+    # (SearchBot.fallbacks), not the first legal bid
+    state = deal("georgian_joker", {1: ["X1"]}, fixed={4: "9C"}, first_dealer=0)
+    bot = SearchBot("georgian_joker", SearchParams())
+
+    def gives_up(*args):
+        raise InconsistentView("no deal")
+
+    monkeypatch.setattr(bot.game, "determinize", gives_up)
+    answer = bot.decide(request(state))
+    assert bot.fallbacks == 1
+    assert answer == make_heuristic("georgian_joker").decide(request(state)) == "bid:1"
+
+
 # ---- Jo-Jotte: double, redouble, nullo ----------------------------------------------------------
 
 def _double_window(defender_hand):
@@ -124,6 +145,34 @@ def test_jj_playout_decisions_leave_the_tree_and_keep_to_the_budget(monkeypatch)
     opening = deal("jojotte", {}, fixed={12: "7S"}, first_dealer=0)
     assert "accept" in request(opening).legal
     assert bot._by_playouts(request(opening), time.monotonic() + 60.0) is None
+
+
+def _nullo_window():
+    """The first nullo window (JJ-4.3: ``nullo`` or ``pass``) of seeded random Jo-Jotte play."""
+    game, rng = get_game("jojotte"), random.Random(1)
+    state = game.new_state({}, first_dealer=0)
+    while True:
+        who = state.to_act()
+        if who == CHANCE:
+            state.deal(shuffled(game, rng))
+            continue
+        legal = state.view(who)["legal"]
+        if "nullo" in legal:
+            return state, who
+        state.apply_id(rng.choice(state.legal_ids()))
+
+
+def test_jj_nullo_window_leaves_the_tree(monkeypatch):
+    # docs/bots.md, "Decisions by flat playouts": the search does not call nullo with its tree
+    # (JJ-4.3, JJ-9.7: 200 staked on winning no trick); the flat playouts answer it
+    state, who = _nullo_window()
+    view = state.view(who)
+    assert set(view["legal"]) == {"nullo", "pass"}
+    bot = SearchBot("jojotte")
+    req = DecisionRequest("jojotte", who, view, tuple(view["legal"]), random.Random(1), 30.0)
+    worlds = sampled_worlds(monkeypatch, bot)
+    assert bot._by_playouts(req, time.monotonic()) in req.legal  # a deadline already passed: one world
+    assert len(worlds) == 1
 
 
 # ---- Klaberjass: the auction (take / name / schmeiss / pass) ------------------------------------
