@@ -82,6 +82,13 @@ def test_the_model_reads_the_bids_and_plays_from_the_view():
     # a joker is worth most of a trick (0.95): the world weighs as if seat 1 still held it
     strong = B.bid_probabilities(0.95, 3, (0, 1, 2, 3))[3]
     assert model.weight(world) <= strong
+    # exactly: each opponent's estimate is of its bid-time hand, the played joker back in it (GJ-11.1)
+    hands = world.zones()
+    expected = 1.0
+    for s, b, values, played in model.bidders:
+        est = GeorgianJokerHeuristic.expected_tricks(codes_of(hands[f"hand{s}"] | played), "C", 3)
+        expected *= B.bid_probabilities(est, 3, values)[b]
+    assert model.weight(world) == pytest.approx(expected)
     # the opening view, before any bid, has nothing to infer from
     fresh = deal("georgian_joker", {}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
     assert not B.BidModel(request(fresh).view)
@@ -104,6 +111,13 @@ def test_inference_uses_only_the_view(params):
         b = bot._worlds(request(weak).view, random.Random(seed), far)
         assert [_hands(w) for w in a] == [_hands(w) for w in b]
         assert len(a) == bot.params.worlds
+
+
+def test_the_one_model_has_the_documented_constants():
+    # docs/bots.md, "Bid inference in Georgian Joker": mu = 1.2 * est - 0.6, spread 1.0, mixed
+    # with 5% of the uniform; the per-size fit of the four-card deals: slope 2.1, offset -2.8
+    assert B.SHAPE == B.BidShape(slope=1.2, offset=-0.6, sigma=1.0, floor=0.05)
+    assert B.SIZE_SHAPES[4][:2] == (2.1, -2.8)
 
 
 def test_each_deal_size_has_its_own_fitted_model():
