@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules import CHANCE, TERMINAL, InconsistentView
 from engine_service.rules.cards import PACK36_JOKERS_MASK, cards_of
 from engine_service.rules.games.georgian_joker import determinize as D
 
@@ -232,6 +232,20 @@ def test_location_sampler_is_uniform_with_and_without_rejection(tries, monkeypat
     assert set(counts) == valid
     chi2 = sum((counts[k] - n / len(valid)) ** 2 / (n / len(valid)) for k in valid)
     assert chi2 < chi2_critical(len(valid) - 1)
+
+
+@pytest.mark.parametrize("tries", [0, D.REJECTION_TRIES])
+def test_location_sampler_refuses_constraints_no_assignment_fits(tries, monkeypatch):
+    """``Game.determinize``: a view no deal fits raises InconsistentView. Here proven voids
+    leave the two spades only one place of one card: the exact counting sampler finds no
+    completion and says so (not a bare ValueError from drawing among zero weights)."""
+    monkeypatch.setattr(D, "REJECTION_TRIES", tries)
+    cards = [0, 1, 9]  # AS KS AH
+    forbid = [1 << 0 | 1 << 1, 1 << 0 | 1 << 1, 0]  # places 0 and 1: void in spades
+    with pytest.raises(InconsistentView):
+        D.sample_locations(cards, forbid, [1, 1, 1], random.Random(1))
+    with pytest.raises(InconsistentView):  # hand sizes that do not add up to the unseen cards
+        D.sample_locations(cards, [0, 0, 0], [1, 1, 2], random.Random(1))
 
 
 def test_constraints_read_voids_and_the_highest_card_rule():
