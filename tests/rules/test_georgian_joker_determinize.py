@@ -265,3 +265,22 @@ def test_constraints_read_voids_and_the_highest_card_rule():
     assert forbid[3] == (1 << card_id("AC")) | (1 << card_id("KC"))
     assert forbid[0] == SUIT_MASK[3]
     assert played[2] == (1 << card_id("9H")) | (1 << 36)
+
+
+def test_an_edited_view_with_shifted_hand_sizes_is_inconsistent():
+    """``Game.determinize``: InconsistentView for an edited view no deal fits. Every hand of a
+    deal holds the same number of cards (GJ-3.2) less its plays; a view that moves one unseen
+    card from one opponent's hand size to another's keeps the total but fits no deal."""
+    import json
+
+    for state in iter_states(GAME, 3, {}):
+        v = state.public_view()
+        if v["phase"] == "playing" and v["table"]["cards_per_player"] >= 4 and not v["trick"]:
+            break
+    seat = state.to_act()
+    view = json.loads(json.dumps(state.view(seat)))
+    others = [s for s in range(4) if s != seat]
+    view["hand_sizes"][others[0]] += 1
+    view["hand_sizes"][others[1]] -= 1
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(1))
