@@ -284,3 +284,18 @@ def test_an_edited_view_with_shifted_hand_sizes_is_inconsistent():
     view["hand_sizes"][others[1]] -= 1
     with pytest.raises(InconsistentView):
         GAME.determinize(view, random.Random(1))
+
+
+def test_a_heavily_constrained_view_is_still_sampled():
+    """A consistent view always yields a sample (``Game.determinize``), even when the proven
+    voids (GJ-5.3) leave only 21 of the 756,756 ways to share the unseen cards among the
+    other hands: the voids steer the sampler (exact counting), not blind replay rejection."""
+    options = {"deal_schedule": "nines"}
+    state = next(itertools.islice(iter_states(GAME, 32, options), 513, None))
+    seat = state.to_act()
+    view = state.view(seat)
+    assert view["phase"] == "playing" and view["table"]["cards_per_player"] == 9
+    rng = random.Random(2)
+    for _ in range(3):
+        sample = GAME.determinize(view, rng)
+        assert sample.view(seat) == view
