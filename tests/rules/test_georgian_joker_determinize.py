@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules import CHANCE, TERMINAL, InconsistentView
 from engine_service.rules.cards import PACK36_JOKERS_MASK, cards_of
 from engine_service.rules.games.georgian_joker import determinize as D
 
@@ -234,6 +234,20 @@ def test_location_sampler_is_uniform_with_and_without_rejection(tries, monkeypat
     assert chi2 < chi2_critical(len(valid) - 1)
 
 
+@pytest.mark.parametrize("tries", [0, D.REJECTION_TRIES])
+def test_location_sampler_refuses_constraints_no_assignment_fits(tries, monkeypatch):
+    """``Game.determinize``: a view no deal fits raises InconsistentView. Here proven voids
+    leave the two spades only one place of one card: the exact counting sampler finds no
+    completion and says so (not a bare ValueError from drawing among zero weights)."""
+    monkeypatch.setattr(D, "REJECTION_TRIES", tries)
+    cards = [0, 1, 9]  # AS KS AH
+    forbid = [1 << 0 | 1 << 1, 1 << 0 | 1 << 1, 0]  # places 0 and 1: void in spades
+    with pytest.raises(InconsistentView):
+        D.sample_locations(cards, forbid, [1, 1, 1], random.Random(1))
+    with pytest.raises(InconsistentView):  # hand sizes that do not add up to the unseen cards
+        D.sample_locations(cards, [0, 0, 0], [1, 1, 2], random.Random(1))
+
+
 def test_constraints_read_voids_and_the_highest_card_rule():
     """GJ-5.3 .. GJ-5.5 as evidence: discarding shows a void in the demand suit and in trumps;
     trumping only a void in the demand suit; following a high joker lead caps the suit."""
@@ -251,3 +265,37 @@ def test_constraints_read_voids_and_the_highest_card_rule():
     assert forbid[3] == (1 << card_id("AC")) | (1 << card_id("KC"))
     assert forbid[0] == SUIT_MASK[3]
     assert played[2] == (1 << card_id("9H")) | (1 << 36)
+
+
+def test_an_edited_view_with_shifted_hand_sizes_is_inconsistent():
+    """``Game.determinize``: InconsistentView for an edited view no deal fits. Every hand of a
+    deal holds the same number of cards (GJ-3.2) less its plays; a view that moves one unseen
+    card from one opponent's hand size to another's keeps the total but fits no deal."""
+    import json
+
+    for state in iter_states(GAME, 3, {}):
+        v = state.public_view()
+        if v["phase"] == "playing" and v["table"]["cards_per_player"] >= 4 and not v["trick"]:
+            break
+    seat = state.to_act()
+    view = json.loads(json.dumps(state.view(seat)))
+    others = [s for s in range(4) if s != seat]
+    view["hand_sizes"][others[0]] += 1
+    view["hand_sizes"][others[1]] -= 1
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(1))
+
+
+def test_a_heavily_constrained_view_is_still_sampled():
+    """A consistent view always yields a sample (``Game.determinize``), even when the proven
+    voids (GJ-5.3) leave only 21 of the 756,756 ways to share the unseen cards among the
+    other hands: the voids steer the sampler (exact counting), not blind replay rejection."""
+    options = {"deal_schedule": "nines"}
+    state = next(itertools.islice(iter_states(GAME, 32, options), 513, None))
+    seat = state.to_act()
+    view = state.view(seat)
+    assert view["phase"] == "playing" and view["table"]["cards_per_player"] == 9
+    rng = random.Random(2)
+    for _ in range(3):
+        sample = GAME.determinize(view, rng)
+        assert sample.view(seat) == view

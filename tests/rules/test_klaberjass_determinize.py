@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules import CHANCE, TERMINAL, InconsistentView, get_game
 from engine_service.rules.cards import CODES, card_id
 from engine_service.rules.games.klaberjass.sequences import sequences
 
@@ -168,3 +168,36 @@ def test_revealed_and_exchanged_cards_stay_with_their_holder():
         # the elder won the melds with A-K-Q-J of spades and has no other sequence
         m = sum(1 << card_id(c) for c in hand)
         assert len(sequences(m)) == 1
+
+
+def test_without_kl_6_4_an_under_trump_proves_no_trump_ceiling():
+    """With ``kl_must_overtrump`` off (KL-6.4 not in force), following a trump lead with a
+    lower trump is legal even holding a higher one: the dealer's 7H under the elder's QH
+    proves nothing, so the samples must still give him higher hearts (here JH and AH are in
+    his real hand; a sampler that excluded them would drop consistent deals)."""
+    opts = {"kl_meld_declaration": "optional", "kl_must_overtrump": False}
+    elder = "AS TS 7S QH AD KD QC JC 9C"
+    dealer = "JH 7H AH TD 8D 7D 8C TC 7C"
+    state = GAME.new_state(opts, first_dealer=1)
+    state.deal(deck_from_hands(dealer.split(), elder.split(), "8H", info_card="9H"))
+    play_out(state, ["take", "keep", "keep", "conceal", "conceal", "play:QH"])
+    assert {"play:AH", "play:JH", "play:7H"} <= set(state.legal_actions())
+    state.apply("play:7H")
+    view = state.view(0)
+    higher = {"JH", "AH", "TH", "KH"}  # the unseen hearts above the queen (KL-1.2)
+    rng = random.Random(5)
+    hits = sum(bool(higher & set(GAME.determinize(view, rng).hand_of(1))) for _ in range(60))
+    assert hits > 30
+
+
+def test_an_edited_view_whose_opponent_holds_too_many_known_cards_is_inconsistent():
+    """``Game.determinize``: InconsistentView for an edited view no deal fits. In the auction
+    the opponent holds six cards (KL-2.4); a view claiming seven of his cards revealed fits
+    no deal."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(list(GAME.pack))
+    view = json.loads(json.dumps(state.view(0)))
+    seen = set(view["hand"]) | {view["table"]["turn_up"]}
+    view["table"]["revealed"][1] = [CODES[c] for c in GAME.pack if CODES[c] not in seen][:7]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(1))
