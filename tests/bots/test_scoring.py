@@ -5,26 +5,20 @@ wrongly shows."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from bot_plugins.scoring import deal_scores, relative
-from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules import get_game
+from tests.rules.playout import iter_states
 
 
 def played(game_id: str, deals: int, seed: int):
-    """A match of ``game_id`` after ``deals`` deal results (or its end), every decision a seeded
-    random legal action: the rules' own results, thrown-in deals included."""
-    game, rng = get_game(game_id), random.Random(seed)
-    state = game.new_state({}, first_dealer=0)
-    while len(state.deal_results()) < deals and state.to_act() != TERMINAL:
-        if state.to_act() == CHANCE:
-            deck = list(game.pack)
-            rng.shuffle(deck)
-            state.deal(deck)
-        else:
-            state.apply(rng.choice(state.view(state.to_act())["legal"]))
+    """A match of ``game_id`` with ``deals`` deal results (or near its end), played by
+    :func:`tests.rules.playout.iter_states`: the rules' own results, thrown-in deals included."""
+    state = None
+    for state in iter_states(get_game(game_id), seed):
+        if len(state.deal_results()) >= deals:
+            break
     return state
 
 

@@ -25,6 +25,7 @@ from engine_service.store import ActionRecord, DeckRecord, PruneCounts, SeatReco
 from engine_service.store.postgres import PostgresStore
 from engine_service.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
 from engine_service.store.sqlite import SCHEMA_VERSION as SQLITE_SCHEMA
+from engine_service.store.sqlite import SqliteSpace
 from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
 from tests.transport.engine_process import Service
 
@@ -430,7 +431,6 @@ def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_p
     """The module's docstring: VACUUM is skipped when the volume has less free space than the
     data that remains (its rewrite), not less than the free pages, on the volume of the file
     itself (a symbolic link's target); the sizes it says are the file's with its WAL."""
-    Space = namedtuple("Space", "file_bytes wal_bytes database_bytes free_bytes live_bytes")
     (tmp_path / "volume").mkdir()
     (tmp_path / "volume" / "cards.sqlite3").write_bytes(b"")
     (tmp_path / "cards.sqlite3").symlink_to(tmp_path / "volume" / "cards.sqlite3")
@@ -442,8 +442,8 @@ def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_p
 
         async def space(self):
             if self.vacuumed:
-                return Space(40 * 1024, 0, 40 * 1024, 0, 40 * 1024)
-            return Space(100 * 1024, 50 * 1024, 130 * 1024, 90 * 1024, 40 * 1024)
+                return SqliteSpace(40 * 1024, 0, 40 * 1024, 0)
+            return SqliteSpace(100 * 1024, 50 * 1024, 130 * 1024, 90 * 1024)  # 40 KiB live
 
         async def vacuum(self):
             self.vacuumed = True

@@ -26,6 +26,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.transport.fdlimits import ACCEPT_RETRY_S
 from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
 from engine_service.transport.server import GrpcServer, ServerLimits, TlsFiles, channel_options
+from engine_service.transport.tls import CertificateFiles
 
 from .engine_process import Service
 from .harness import expect_error, run, running
@@ -593,6 +594,15 @@ def test_connections_refused_by_the_tls_port_write_no_plain_lines_in_the_json_lo
 
 # ---- TLS certificates renewed while the engine runs ---------------------------------------------
 
+def _files_in_force(folder: Path, pem_cert: bytes, pem_key: bytes) -> tuple[CertificateFiles, Path, Path]:
+    """``tls.crt`` and ``tls.key`` in ``folder`` holding the pair, and the CertificateFiles
+    watching them (the pair read as the one in force)."""
+    cert, key = folder / "tls.crt", folder / "tls.key"
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    return CertificateFiles(cert, key), cert, key
+
+
 def _pair(folder: Path, name: str) -> tuple[bytes, bytes]:
     """A new self-signed certificate for localhost and its key (PEM)."""
     cert, key = folder / f"{name}.crt", folder / f"{name}.key"
@@ -687,15 +697,11 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
 def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_path):
     """A renewal that removes a file before writing the new one: fetch() keeps the pair in
     force (None), warns once for as long as the file is missing, and takes the new pair."""
-    from engine_service.transport.tls import CertificateFiles
     from tests.sessions.helpers import capture_logs_with_context
 
     old_cert, old_key = _pair(tmp_path, "old")
     new_cert, new_key = _pair(tmp_path, "new")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert.write_bytes(old_cert)
-    key.write_bytes(old_key)
-    files = CertificateFiles(cert, key)
+    files, cert, key = _files_in_force(tmp_path, old_cert, old_key)
     with capture_logs_with_context() as logs:
         assert files.fetch() is None  # nothing changed
         cert.unlink()
@@ -749,14 +755,10 @@ def test_certificate_files_rewritten_with_the_same_pair_are_no_renewal(tmp_path)
     that changed state but hold the pair in force (touched, copied again by a sync that
     rewrites unchanged files) are no renewal: nothing is logged and the configuration in force
     is kept (fetch() None), at this handshake and the next."""
-    from engine_service.transport.tls import CertificateFiles
     from tests.sessions.helpers import capture_logs_with_context
 
     pem_cert, pem_key = _pair(tmp_path, "only")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert.write_bytes(pem_cert)
-    key.write_bytes(pem_key)
-    files = CertificateFiles(cert, key)
+    files, cert, key = _files_in_force(tmp_path, pem_cert, pem_key)
     with capture_logs_with_context() as logs:
         _replace(cert, pem_cert)
         _replace(key, pem_key)
@@ -768,14 +770,10 @@ def test_a_certificate_missing_again_after_a_renewal_is_warned_about_again(tmp_p
     """docs/operations.md, TLS: tls_reload_failed is logged once for a state of the files.
     A file missing at one renewal and then at the next is two such states, one warning each:
     the renewal taken in between ends the first."""
-    from engine_service.transport.tls import CertificateFiles
     from tests.sessions.helpers import capture_logs_with_context
 
     pairs = [_pair(tmp_path, name) for name in ("first", "second", "third")]
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert.write_bytes(pairs[0][0])
-    key.write_bytes(pairs[0][1])
-    files = CertificateFiles(cert, key)
+    files, cert, key = _files_in_force(tmp_path, *pairs[0])
     with capture_logs_with_context() as logs:
         for renewed_cert, renewed_key in pairs[1:]:
             cert.unlink()
@@ -826,8 +824,6 @@ def test_a_renewal_that_keeps_the_files_sizes_is_taken(tmp_path, how):
     certificate and key of the same type and names mostly are) is taken all the same, written
     in place (a new modification time, the same inode) or a new file renamed into place (a
     new inode, its modification time kept as a copy that preserves times keeps it)."""
-    from engine_service.transport.tls import CertificateFiles
-
     old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
     files = {tmp_path / "tls.crt": (old[0], new[0]), tmp_path / "tls.key": (old[1], new[1])}
     for path, (before, _) in files.items():
