@@ -10,7 +10,7 @@ import pytest
 from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
-from .checks_georgian_joker import GAME, deck_for, state_at_deal
+from .checks_georgian_joker import GAME, OPTION_SETS, deck_for, state_at_deal
 from .last_trick import check_deal_boundaries
 from .playout import cards_in, current_deal_cards_in, iter_states, shuffled
 
@@ -178,7 +178,7 @@ def _gj_final(state, before: dict, last: dict) -> None:
     assert last["leader"] == last["plays"][0]["seat"] == before["table"]["leader"]
 
 
-@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+@pytest.mark.parametrize("options", [{}, *OPTION_SETS])
 def test_last_trick_is_the_previous_deals_final_trick_until_the_first_trick_gj_11_5(options):
     """GJ-11.5 (the winners of completed tricks are public): every audience's ``last_trick``
     after the final card of a deal, while the next deck is due, after it is dealt (trump
