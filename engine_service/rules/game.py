@@ -136,7 +136,8 @@ class State(ABC):
 
     @abstractmethod
     def legal_ids(self) -> list[int]:
-        """Legal action ids of the seat to act, in the game's documented order."""
+        """Legal action ids of the seat to act, in the game's documented order: a new list the
+        caller owns (search bots filter and shuffle it), which no later call sees changed."""
 
     @abstractmethod
     def _apply(self, action: int) -> None:
@@ -235,7 +236,8 @@ class State(ABC):
         self._history = (self._history, action)
 
     def legal_actions(self) -> list[str]:
-        """Legal actions of the seat to act as notation strings, in the documented order."""
+        """Legal actions of the seat to act as notation strings, in the documented order (a new
+        list, as :meth:`legal_ids`)."""
         if self.to_act() < 0:
             return []
         s = self.action_str

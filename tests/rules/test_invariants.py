@@ -307,6 +307,25 @@ def test_a_clone_plays_on_like_the_original_and_leaves_it_alone(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_the_legal_lists_belong_to_the_caller(game_id):
+    """``legal_ids()`` and ``legal_actions()`` answer a new list each call (game.py): a caller
+    that filters or empties its list (a search bot pruning moves) changes neither the state's
+    next answer nor what it accepts. Checked at every decision of random matches, each list
+    emptied, then a stranger's id appended, before the state is asked again and played on."""
+    game = get_game(game_id)
+    for seed in range(2):
+        for state in iter_states(game, 4100 + seed):
+            ids, actions = state.legal_ids(), state.legal_actions()
+            expected_ids, expected_actions = list(ids), list(actions)
+            ids.clear()
+            actions.clear()
+            ids.append(-1)
+            actions.append("hello")
+            assert state.legal_ids() == expected_ids
+            assert state.legal_actions() == expected_actions
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_a_state_is_fully_slotted(game_id):
     """Every class of a game's state declares ``__slots__`` (the base ``State`` an empty one),
     so no state carries a per-instance ``__dict__``: search clones states by the thousand, and a
