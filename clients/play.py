@@ -569,7 +569,6 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
 def print_result(summary: Any, seat: int, console: Console, way_back: str | None = None) -> None:
     """The last line: winners and totals, or, for a match quit (q) before its end, that it goes
     on, what the absence means and ``way_back`` (:func:`way_back`)."""
-    result = render.struct_dict(summary.result) if summary.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
     if not is_finished(summary.status):
         # quit (q) before the end: it read "active: winners none; totals None", as if the match
@@ -585,12 +584,7 @@ def print_result(summary: Any, seat: int, console: Console, way_back: str | None
                       "absence policy applies (a forfeit in a two-player game, a bot for your seat in "
                       "Georgian Joker)" + (f"; {way_back}" if way_back else ""), markup=False)
         return
-    winners = result.get("winners", [])
-    names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
-    how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
-    totals = json.dumps(result.get("totals"))  # JSON for scripts: Python's repr read {'below': ...}
-    console.print(f"match {summary.match_id} {status}: winners {names}; totals {totals}"
-                  + (f" ({': '.join(how)})" if how else ""), markup=False)  # names: never markup
+    console.print(render.result_line(summary, seat), markup=False)
 
 
 def default_name() -> str:

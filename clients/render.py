@@ -18,6 +18,7 @@ what a column play moved to the hand. Event lines say who took the trick a card 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping
 
 from rich.console import Group
@@ -228,6 +229,22 @@ def seat_name(summary: Any | None, seat: int, me: int | None = None) -> str:
         if not info.taken:
             return f"seat {seat} (open)"
     return f"seat {seat}"
+
+
+def result_line(summary: Any, me: int | None = None) -> str:
+    """A match's last line, for its players (``clients.play``, ``me`` their seat) and its
+    spectators (``clients.watch``) alike: ``"match m1 finished: winners ada; totals [21, 3]"``,
+    and how it ended where it was not played out, ``"(resigned)"``, ``"(forfeit)"``,
+    ``"(terminated: REASON)"``; the match and its status alone while it has no result. Totals
+    as JSON, for scripts; print it as text (``markup=False``): anyone chooses their name."""
+    result = struct_dict(summary.result) if summary.HasField("result") else {}
+    status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
+    if not result:
+        return f"match {summary.match_id} {status}"
+    names = ", ".join(seat_name(summary, w, me) for w in result.get("winners", [])) or "none"
+    how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
+    return (f"match {summary.match_id} {status}: winners {names}; totals {json.dumps(result.get('totals'))}"
+            + (f" ({': '.join(how)})" if how else ""))
 
 
 def _per_seat(values: Any, seat: int, default: Any = "") -> Any:

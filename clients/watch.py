@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shlex
 import sys
@@ -112,13 +111,9 @@ async def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def print_final(final: Any, console: Console) -> None:
-    """The last line: the match's status and, once it is over, its winners and totals (the
-    players' names printed as text, never read as markup: anyone chooses their name)."""
-    result = render.struct_dict(final.result) if final.HasField("result") else {}
-    status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
-    console.print(f"match {final.match_id} {status}" + (
-        f": winners {', '.join(render.seat_name(final, w) for w in result.get('winners', [])) or 'none'}; "
-        f"totals {json.dumps(result.get('totals'))}" if result else ""), markup=False)
+    """The last line: the match's status and, once it is over, its winners, totals and how it
+    ended where it was not played out, as clients.play's last line (render.result_line)."""
+    console.print(render.result_line(final), markup=False)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -386,20 +386,37 @@ def test_the_result_line_says_how_the_match_ended():
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
 
 
-def test_the_spectators_last_line_says_the_status_and_nobody_won():
+def test_the_spectators_last_line_says_the_status_who_won_and_how_it_ended():
     """clients.watch's last line: the match's status in lower case and its winners, "none"
     for a match that ended with nobody winning (docs/api.md, View ``winners``: nobody after an
-    abandonment or a termination), as clients.play's says it; totals as JSON for scripts."""
+    abandonment or a termination), totals as JSON for scripts and how a match that was not
+    played out ended, as clients.play's last line says it (a spectator's line read "winners
+    bob" after ada resigned, as if the match had been played out); the match and its status
+    alone while it has no result."""
     from google.protobuf import json_format
     from rich.console import Console
 
     from clients.watch import print_final
 
-    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_TERMINATED)
-    json_format.ParseDict({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}, summary.result)
-    console = Console(record=True, width=200)
-    print_final(summary, console)
-    assert console.export_text().strip() == "match m1 terminated: winners none; totals [0, 0]"
+    def line(status, result=None) -> str:
+        summary = match_pb2.MatchSummary(match_id="m1", status=status)
+        summary.seats.add(seat=0, player_name="ada")
+        summary.seats.add(seat=1, player_name="[b]bob[/b]")
+        if result is not None:
+            json_format.ParseDict(result, summary.result)
+        console = Console(record=True, width=200)
+        print_final(summary, console)
+        return console.export_text().strip()
+
+    assert line(match_pb2.MATCH_STATUS_TERMINATED, {"winners": [], "totals": [0, 0], "outcome": "terminated",
+                                                    "reason": "stuck"}) == \
+        "match m1 terminated: winners none; totals [0, 0] (terminated: stuck)"
+    assert line(match_pb2.MATCH_STATUS_FINISHED, {"winners": [1], "totals": [0, 3], "outcome": "resigned",
+                                                  "resigned": 0}) == \
+        "match m1 finished: winners [b]bob[/b]; totals [0, 3] (resigned)"
+    assert line(match_pb2.MATCH_STATUS_FINISHED, {"winners": [0], "totals": [21, 3], "outcome": "completed"}) == \
+        "match m1 finished: winners ada; totals [21, 3]"
+    assert line(match_pb2.MATCH_STATUS_ACTIVE) == "match m1 active"
 
 
 def screen_rows(app) -> list[str]:
