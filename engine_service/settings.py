@@ -383,9 +383,11 @@ SETTINGS: tuple[Setting, ...] = (
             "that has had no call for this long (GOAWAY: the client reconnects on its next call; "
             "an open WatchMatch stream is a call; gRPC checks once per period, so it comes 1 to 2 "
             "times this long after the last call); 0: never, as gRPC does", "SECONDS"),
-    # the hard limit is twice this (transport/server.py)
+    # the hard limit is twice this (transport/server.py): gRPC's random early detection
+    # between the two
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
-            "in a burst", "N"),
+            "in a burst; beyond it gRPC refuses new calls with RESOURCE_EXHAUSTED, at random and "
+            "more often as the queue grows, every one at twice this", "N"),
     Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT/SIGHUP, time left to running calls", "SECONDS"),
     Setting("rate_limit_seat_per_s", _rate, "calls a second allowed per seat token (SubmitAction, "
             "GetView, LeaveMatch, WatchMatch opens); more: RESOURCE_EXHAUSTED RATE_LIMITED "

@@ -343,13 +343,15 @@ def test_the_handshake_timeout_is_a_channel_argument():
 def test_the_message_stream_and_queue_limits_are_channel_arguments():
     """docs/operations.md, Configuration: --max-receive-message-bytes (largest request),
     --max-send-message-bytes (largest response), --max-concurrent-streams (calls per HTTP/2
-    connection) and --max-pending-requests (calls queued in a burst) are gRPC's limits as
-    given: one left out would be gRPC's default, whatever the setting."""
+    connection) and --max-pending-requests (calls queued in a burst; every new call refused at
+    twice it, gRPC's hard limit) are gRPC's limits as given: one left out would be gRPC's
+    default, whatever the setting."""
     options = dict(channel_options(ServerLimits(max_receive_message_bytes=2048, max_send_message_bytes=8192,
                                                 max_concurrent_streams=7, max_pending_requests=15)))
     assert (options["grpc.max_receive_message_length"], options["grpc.max_send_message_length"]) == (2048, 8192)
     assert options["grpc.max_concurrent_streams"] == 7
     assert options["grpc.server.max_pending_requests"] == 15
+    assert options["grpc.server.max_pending_requests_hard_limit"] == 30
 
 
 def test_keepalive_pings_both_ways_are_channel_arguments():
