@@ -97,6 +97,11 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
         " result: result."),
     "deal result with an extra key": (
         lambda d: d["deals"][0]["result"].__setitem__("extra", 0), "deal 0 result: result.extra differs"),
+    # the module's "key by key, an extra key included", the other way: a key the engine
+    # reports and the transcript does not list
+    "deal result without its last key": (
+        lambda d: d["deals"][0]["result"].pop(list(d["deals"][0]["result"])[-1]),
+        "deal 0 result: result."),
     "thrown_in as a number": (_first_bool_in_deal_results, "result.thrown_in differs"),
     # NOTATION.md section 4: a Jo-Jotte contract's holder is a seat, an object compared key by key
     "contract holder as a boolean": (_contract_holder_as_a_boolean, " result: result.contract differs"),
@@ -108,6 +113,8 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
         lambda d: d["result"].__setitem__("over", True), "match result: result.over differs"),
     "over as the number 0": (
         lambda d: d["result"].__setitem__("over", 0), "match result: result.over differs"),
+    # an empty object is a result all the same (NOTATION.md section 3: totals, winners, over)
+    "an empty match result": (lambda d: d.__setitem__("result", {}), "match result: result.totals differs"),
     "a step after the deal's end": (
         lambda d: d["deals"][-1]["steps"].append(copy.deepcopy(d["deals"][-1]["steps"][-1])),
         "seat differs"),
@@ -302,7 +309,7 @@ def test_a_device_or_a_file_past_the_limit_is_refused_and_the_next_file_still_ch
 def test_winners_compare_as_seat_numbers_not_truth_values():
     """NOTATION section 3: ``winners`` is a set of seats, compared as a set (any order) but of
     numbers: a finished match whose transcript lists its winner as ``true`` / ``false``
-    (equal to 1 / 0 in Python) does not check out."""
+    (equal to 1 / 0 in Python), or twice, does not check out."""
     from engine_service.rules import get_game
 
     from .playout import random_match
@@ -310,7 +317,12 @@ def test_winners_compare_as_seat_numbers_not_truth_values():
     state = random_match(get_game("klaberjass"), 7)
     data = transcript.export(state)
     assert transcript.check(data)[0] is None and data["result"]["winners"] in ([0], [1])
-    data["result"]["winners"] = [w == 1 for w in data["result"]["winners"]]
+    winners = data["result"]["winners"]
+    data["result"]["winners"] = [w == 1 for w in winners]
+    diff, _ = transcript.check(data)
+    assert diff is not None and (diff.where, diff.what) == ("match result", "result.winners")
+    # a set names each seat once: the winner listed twice is not the engine's one winner
+    data["result"]["winners"] = winners * 2
     diff, _ = transcript.check(data)
     assert diff is not None and (diff.where, diff.what) == ("match result", "result.winners")
 
@@ -342,6 +354,9 @@ SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
                            "deal 0 step 0: 'seat' must be a seat number"),
     "expect an array": (lambda d: _put(d, ("deals", 0, "expect"), []), "deal 0: 'expect' must be an object"),
     "the match result an array": (lambda d: _put(d, ("result",), []), "'result' must be an object"),
+    "a legal action that is a number": (lambda d: _put(d, ("deals", 0, "steps", 0, "legal"),
+                                                     d["deals"][0]["steps"][0]["legal"] + [5]),
+                                        "deal 0 step 0: 'legal' must be a list of action strings"),
 }
 
 
