@@ -440,6 +440,32 @@ def test_a_trump_choice_by_the_wrong_seat_is_refused():
             GAME.determinize(view, random.Random(0))
 
 
+def test_an_own_follow_the_rules_forbid_is_refused():
+    """JJK-5.4 step 2: after X1 led naming diamonds, seat 1 had to give its highest diamond,
+    AD. A view of seat 1 edited to say it gave KD (and still holds AD) has the same cards, but
+    no deal replays it: InconsistentView (``Game.determinize``), not a sample whose history
+    holds an illegal play. The seat's own plays meet the legality check of the replay only."""
+    st = _first_play_state()
+    st.apply("play:X1:D")
+    assert st.legal_actions() == ["play:AD"]
+    st.apply("play:AD")
+    view = st.view(1)
+    assert GAME.determinize(view, random.Random(0)).view(1) == view
+    view["table"]["deal_actions"][-1]["action"] = "play:KD"
+    view["hand"] = ["AD" if c == "KD" else c for c in view["hand"]]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
+def test_a_seat_the_game_does_not_have_is_refused():
+    """``Game.determinize``: a view of seat 2 (JJK-2.1, JJK-0.3: two players, seats 0 and 1)
+    is one no state can show: InconsistentView, not an error of a missing column or hand."""
+    view = _first_play_state().view(0)
+    for seat in (2, -1):
+        with pytest.raises(InconsistentView):
+            GAME.determinize({**view, "seat": seat}, random.Random(0))
+
+
 def test_a_hand_without_an_unplayed_first_three_card_is_refused():
     """JJK-3.2: the seat's first three cards (``first_three``, JJK-9.3) were dealt into its
     hand; a view whose hand lacks one it has not played is edited: InconsistentView, not a
