@@ -378,6 +378,29 @@ def test_a_joker_led_final_trick_of_the_previous_deal_keeps_its_named_suit():
     assert found == 3
 
 
+def test_a_joker_led_final_trick_is_judged_by_its_named_suit_not_by_the_joker():
+    """JJK-6.3: a joker naming Q loses to a normal trump only when Q is not the trump. In this
+    spade deal X1 led the 18th trick naming hearts and the follower gave KS: the follower won.
+    A view rebuilt without that winner samples it again (by the named suit H, not by X1's
+    place among the joker lead keys, which would read as naming spades, the trump)."""
+    rng = random.Random(2773)
+    st = GAME.new_state(first_dealer=1)
+    st.deal(shuffled(GAME, rng))
+    while st.to_act() != CHANCE:
+        st.apply_id(rng.choice(st.legal_ids()))
+    last = st.view(0)["last_trick"]
+    assert st.view(0)["deal_results"][-1]["trump"] == "S"
+    assert last == {"plays": [{"seat": 1, "card": "X1", "named_suit": "H"}, {"seat": 0, "card": "KS"}],
+                    "winner": 0}, last
+    for step in range(2):  # between the deals, then at the next deal's trump choice
+        if step:
+            st.deal(shuffled(GAME, rng))
+        for seat in (0, 1):
+            view = st.view(seat)
+            bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+            assert GAME.determinize(bare, rng).view(seat) == view
+
+
 def test_a_previous_deal_final_trick_the_follower_won_keeps_its_winner():
     """JJK-6.1, JJK-6.2 (JJK-9.1: the last trick is public): while the next deal has no
     complete trick, ``last_trick`` is the previous deal's 18th; when its follower won it, a
@@ -416,6 +439,18 @@ def test_a_previous_deal_final_trick_the_follower_won_keeps_its_winner():
         if len(cases) == 4:
             break
     assert cases == {(0, False), (1, False), (0, True), (1, True)}
+
+
+def test_a_first_deal_trick_without_its_winner_still_samples():
+    """JJK-9.1: once the deal has a complete trick, ``last_trick`` is that trick, which the
+    replay of the deal's actions rebuilds; a view rebuilt without its winner (a wire view may
+    say less) samples in the match's first deal too, where no earlier deal's trump exists to
+    judge it by."""
+    st = _first_play_state()
+    view = st.view(0)
+    assert view["deal_results"] == [] and view["last_trick"]["winner"] == 0
+    bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+    assert GAME.determinize(bare, random.Random(0)).view(0) == view
 
 
 def test_spectator_and_forged_views_are_refused():
