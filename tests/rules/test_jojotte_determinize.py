@@ -170,6 +170,43 @@ def test_void_fact_excludes_the_suit():
         assert not any(s.zones()["hand1"] >> c & 1 for c in diamonds)
 
 
+def _void_in_three_suits_view():
+    """Seat 0's view at no-trump with three cards each: seat 1 scored the run QH-JH-TH-9H
+    (JJ-5.9) and showed no diamond, club or spade on those leads (JJ-6.4), so his one card
+    besides QH and JH is a heart, and the only unseen heart is AH."""
+    for i, state in enumerate(iter_states(GAME, 13)):
+        if i == 16:
+            break
+    view = state.view(0)
+    assert view["hand"] == ["AS", "KH", "7D"] and view["hand_sizes"] == [3, 3]
+    assert view["table"]["contract"]["play_strain"] == "NT"
+    assert [(t["plays"][0]["card"], t["plays"][1]["card"]) for t in view["table"]["tricks"]] == [
+        ("AD", "8D"), ("JD", "8S"), ("JS", "QS"), ("7H", "8H"), ("7C", "9H"), ("KS", "TH")]
+    return state, view
+
+
+def test_voids_that_leave_exactly_his_unknown_cards_deal_him_those_cards():
+    """JJ-6.4, JJ-5.9: when the facts leave exactly as many cards as the opponent's unknown
+    places (here one, AH), every sample deals him exactly those: the view is consistent (it is
+    the real one), not refused for want of choice."""
+    state, view = _void_in_three_suits_view()
+    rng = random.Random(0)
+    for _ in range(3):
+        sample = GAME.determinize(view, rng)
+        assert sample.view(0) == view
+        assert sample.zones()["hand1"] == state.zones()["hand1"] == sum(1 << card_id(c) for c in ("AH", "QH", "JH"))
+
+
+def test_an_edited_hand_taking_his_only_possible_card_is_refused():
+    """The view of the test above edited so that seat 0 holds AH instead of 7D: no unseen card
+    fits seat 1's third place (7D is a diamond, JJ-6.4), one place short: InconsistentView, not
+    some other error."""
+    _, view = _void_in_three_suits_view()
+    view["hand"] = ["AS", "KH", "AH"]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
 def test_exchange_offer_tells_whether_the_opponent_holds_a_seven():
     """Under ``any_seven_unless_both`` a seat holding a seven that is not offered the exchange
     knows the opponent holds one too; one that is offered it knows he holds none."""
