@@ -89,6 +89,21 @@ def test_between_deals_and_at_the_end():
         assert s.to_act() == 0
 
 
+def test_editing_the_view_afterwards_leaves_the_sample_alone():
+    """The sample shares no list with the view it came from: a bot that edits the view after
+    sampling (a deal's ``taken`` and ``scores``, the totals, the winners) does not change the
+    sample, here a finished match (JJK-8.2)."""
+    from .playout import random_match
+    st = random_match(GAME, 17, {"target_score": 11})
+    view = st.view(0)
+    sample = GAME.determinize(view, random.Random(0))
+    view["deal_results"][0]["taken"][0] += 1
+    view["deal_results"][0]["scores"][0] += 1
+    view["totals"][0] += 1
+    view["winners"].append(1 - view["winners"][0])
+    assert sample.view(0) == st.view(0) and sample.deal_results() == st.deal_results()
+
+
 def test_trump_choice_samples():
     st = GAME.new_state(first_dealer=1)
     st.deal(shuffled(GAME, random.Random(2)))
