@@ -89,6 +89,21 @@ def test_between_deals_and_at_the_end():
         assert s.to_act() == 0
 
 
+def test_editing_the_view_afterwards_leaves_the_sample_alone():
+    """The sample shares no list with the view it came from: a bot that edits the view after
+    sampling (a deal's ``taken`` and ``scores``, the totals, the winners) does not change the
+    sample, here a finished match (JJK-8.2)."""
+    from .playout import random_match
+    st = random_match(GAME, 17, {"target_score": 11})
+    view = st.view(0)
+    sample = GAME.determinize(view, random.Random(0))
+    view["deal_results"][0]["taken"][0] += 1
+    view["deal_results"][0]["scores"][0] += 1
+    view["totals"][0] += 1
+    view["winners"].append(1 - view["winners"][0])
+    assert sample.view(0) == st.view(0) and sample.deal_results() == st.deal_results()
+
+
 def test_trump_choice_samples():
     st = GAME.new_state(first_dealer=1)
     st.deal(shuffled(GAME, random.Random(2)))
@@ -378,6 +393,29 @@ def test_a_joker_led_final_trick_of_the_previous_deal_keeps_its_named_suit():
     assert found == 3
 
 
+def test_a_joker_led_final_trick_is_judged_by_its_named_suit_not_by_the_joker():
+    """JJK-6.3: a joker naming Q loses to a normal trump only when Q is not the trump. In this
+    spade deal X1 led the 18th trick naming hearts and the follower gave KS: the follower won.
+    A view rebuilt without that winner samples it again (by the named suit H, not by X1's
+    place among the joker lead keys, which would read as naming spades, the trump)."""
+    rng = random.Random(2773)
+    st = GAME.new_state(first_dealer=1)
+    st.deal(shuffled(GAME, rng))
+    while st.to_act() != CHANCE:
+        st.apply_id(rng.choice(st.legal_ids()))
+    last = st.view(0)["last_trick"]
+    assert st.view(0)["deal_results"][-1]["trump"] == "S"
+    assert last == {"plays": [{"seat": 1, "card": "X1", "named_suit": "H"}, {"seat": 0, "card": "KS"}],
+                    "winner": 0}, last
+    for step in range(2):  # between the deals, then at the next deal's trump choice
+        if step:
+            st.deal(shuffled(GAME, rng))
+        for seat in (0, 1):
+            view = st.view(seat)
+            bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+            assert GAME.determinize(bare, rng).view(seat) == view
+
+
 def test_a_previous_deal_final_trick_the_follower_won_keeps_its_winner():
     """JJK-6.1, JJK-6.2 (JJK-9.1: the last trick is public): while the next deal has no
     complete trick, ``last_trick`` is the previous deal's 18th; when its follower won it, a
@@ -418,6 +456,18 @@ def test_a_previous_deal_final_trick_the_follower_won_keeps_its_winner():
     assert cases == {(0, False), (1, False), (0, True), (1, True)}
 
 
+def test_a_first_deal_trick_without_its_winner_still_samples():
+    """JJK-9.1: once the deal has a complete trick, ``last_trick`` is that trick, which the
+    replay of the deal's actions rebuilds; a view rebuilt without its winner (a wire view may
+    say less) samples in the match's first deal too, where no earlier deal's trump exists to
+    judge it by."""
+    st = _first_play_state()
+    view = st.view(0)
+    assert view["deal_results"] == [] and view["last_trick"]["winner"] == 0
+    bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+    assert GAME.determinize(bare, random.Random(0)).view(0) == view
+
+
 def test_spectator_and_forged_views_are_refused():
     st = _first_play_state()
     with pytest.raises(InconsistentView):
@@ -438,6 +488,32 @@ def test_a_trump_choice_by_the_wrong_seat_is_refused():
         view["table"]["deal_actions"][0]["seat"] = 1
         with pytest.raises(InconsistentView):
             GAME.determinize(view, random.Random(0))
+
+
+def test_an_own_follow_the_rules_forbid_is_refused():
+    """JJK-5.4 step 2: after X1 led naming diamonds, seat 1 had to give its highest diamond,
+    AD. A view of seat 1 edited to say it gave KD (and still holds AD) has the same cards, but
+    no deal replays it: InconsistentView (``Game.determinize``), not a sample whose history
+    holds an illegal play. The seat's own plays meet the legality check of the replay only."""
+    st = _first_play_state()
+    st.apply("play:X1:D")
+    assert st.legal_actions() == ["play:AD"]
+    st.apply("play:AD")
+    view = st.view(1)
+    assert GAME.determinize(view, random.Random(0)).view(1) == view
+    view["table"]["deal_actions"][-1]["action"] = "play:KD"
+    view["hand"] = ["AD" if c == "KD" else c for c in view["hand"]]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
+def test_a_seat_the_game_does_not_have_is_refused():
+    """``Game.determinize``: a view of seat 2 (JJK-2.1, JJK-0.3: two players, seats 0 and 1)
+    is one no state can show: InconsistentView, not an error of a missing column or hand."""
+    view = _first_play_state().view(0)
+    for seat in (2, -1):
+        with pytest.raises(InconsistentView):
+            GAME.determinize({**view, "seat": seat}, random.Random(0))
 
 
 def test_a_hand_without_an_unplayed_first_three_card_is_refused():

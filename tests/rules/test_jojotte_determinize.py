@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules import CHANCE, TERMINAL, get_game
 from engine_service.rules.cards import PACK32, card_code, card_id
 from engine_service.rules.errors import InconsistentView
 
@@ -72,6 +72,23 @@ def test_spectator_views_are_refused():
     state = deal(**PLAY_DEAL)
     with pytest.raises(InconsistentView):
         GAME.determinize(state.public_view(), random.Random(0))
+
+
+@pytest.mark.parametrize("game_id", ["klaberjass", "georgian_joker", "japanese_joker"])
+def test_another_games_seat_view_is_refused(game_id):
+    """``Game.determinize``: InconsistentView for a view no Jo-Jotte state can show, another
+    game's seat view included (seat 0 or 1, so only its ``game`` tells it apart), and a view
+    without a seat; not a KeyError of whatever key it lacks."""
+    other = get_game(game_id)
+    for i, st in enumerate(iter_states(other, 3)):
+        if i >= 5 and st.to_act() in (0, 1):
+            break
+    with pytest.raises(InconsistentView):
+        GAME.determinize(st.view(st.to_act()), random.Random(0))
+    view = deal(**PLAY_DEAL).view(0)
+    del view["seat"]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
 
 
 def test_between_deals_the_match_context_is_rebuilt():
@@ -168,6 +185,43 @@ def test_void_fact_excludes_the_suit():
     for _ in range(300):
         s = GAME.determinize(view, rng)
         assert not any(s.zones()["hand1"] >> c & 1 for c in diamonds)
+
+
+def _void_in_three_suits_view():
+    """Seat 0's view at no-trump with three cards each: seat 1 scored the run QH-JH-TH-9H
+    (JJ-5.9) and showed no diamond, club or spade on those leads (JJ-6.4), so his one card
+    besides QH and JH is a heart, and the only unseen heart is AH."""
+    for i, state in enumerate(iter_states(GAME, 13)):
+        if i == 16:
+            break
+    view = state.view(0)
+    assert view["hand"] == ["AS", "KH", "7D"] and view["hand_sizes"] == [3, 3]
+    assert view["table"]["contract"]["play_strain"] == "NT"
+    assert [(t["plays"][0]["card"], t["plays"][1]["card"]) for t in view["table"]["tricks"]] == [
+        ("AD", "8D"), ("JD", "8S"), ("JS", "QS"), ("7H", "8H"), ("7C", "9H"), ("KS", "TH")]
+    return state, view
+
+
+def test_voids_that_leave_exactly_his_unknown_cards_deal_him_those_cards():
+    """JJ-6.4, JJ-5.9: when the facts leave exactly as many cards as the opponent's unknown
+    places (here one, AH), every sample deals him exactly those: the view is consistent (it is
+    the real one), not refused for want of choice."""
+    state, view = _void_in_three_suits_view()
+    rng = random.Random(0)
+    for _ in range(3):
+        sample = GAME.determinize(view, rng)
+        assert sample.view(0) == view
+        assert sample.zones()["hand1"] == state.zones()["hand1"] == sum(1 << card_id(c) for c in ("AH", "QH", "JH"))
+
+
+def test_an_edited_hand_taking_his_only_possible_card_is_refused():
+    """The view of the test above edited so that seat 0 holds AH instead of 7D: no unseen card
+    fits seat 1's third place (7D is a diamond, JJ-6.4), one place short: InconsistentView, not
+    some other error."""
+    _, view = _void_in_three_suits_view()
+    view["hand"] = ["AS", "KH", "AH"]
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
 
 
 def test_exchange_offer_tells_whether_the_opponent_holds_a_seven():
