@@ -734,6 +734,27 @@ def test_determinize_reads_only_the_view(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_determinize_refuses_another_games_seat_view(game_id):
+    """``Game.determinize`` (game.py): InconsistentView for a view no state of this game can
+    show, another game's among them. Every other game's seat views, at every tenth decision of
+    a random match, are refused so, however much they look alike (two two-player games with
+    seats 0 and 1); Klaberjass, Jo-Jotte and Georgian Joker raised KeyError or a wrong
+    refusal (MalformedAction, InvalidOptions) from deep in their samplers."""
+    game = get_game(game_id)
+    refused = 0
+    for other in GAMES:
+        if other == game_id:
+            continue
+        for i, state in enumerate(iter_states(get_game(other), 7600)):
+            if i % 10:
+                continue
+            with pytest.raises(InconsistentView, match=f"not a {game_id} view"):
+                game.determinize(state.view(state.to_act()), random.Random(i))
+            refused += 1
+    assert refused >= 30
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_a_determinized_state_has_no_transcript(game_id):
     """A sampled state holds only its current deal's history: export refuses it instead of
     replaying that deal from a new match (wrong dealer and seats when deals were played

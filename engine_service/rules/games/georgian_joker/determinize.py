@@ -205,10 +205,12 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
     its hidden cards drawn uniformly (module docstring). Between deals nothing is hidden and
     the state is rebuilt exactly. The returned state's ``history()`` covers the current deal
     only (earlier deals enter as their results)."""
-    table = view["table"]
-    seat = view["seat"]
+    if view.get("game") != game.id:  # another game's view failed deeper (KeyError) or as a spectator's
+        raise InconsistentView(f"not a {game.id} view")
+    seat = view.get("seat")
     if seat is None:
         raise InconsistentView("determinize needs a seat's view, not the public view")
+    table = view["table"]
     state = game.new_state(table["options"], first_dealer=table["first_dealer"])
     results = [{k: (list(v) if isinstance(v, list) else v) for k, v in r.items()} for r in view["deal_results"]]
     state.results = results

@@ -49,11 +49,11 @@ INFINITY = 10 ** 9
 
 
 def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJokerState:
+    if view.get("game") != game.id:  # another game's view failed deeper (KeyError) or as a spectator's
+        raise InconsistentView(f"not a {game.id} view")
     seat = view.get("seat")
     if seat not in (0, 1):
         raise InconsistentView("determinize needs a seat's view (a spectator view has no seat)")
-    if view.get("game") != game.id:
-        raise InconsistentView(f"not a {game.id} view")
     table = view["table"]
     st = game.new_state(table["options"], first_dealer=table["first_declarer"])
     st._declarer = view["dealer"]

@@ -96,11 +96,11 @@ def _copy(obj: Any) -> Any:
 
 
 def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> JojotteState:
+    if view.get("game") != game.id:  # another game's view failed deeper (KeyError) or as a spectator's
+        raise DeterminizeError(f"not a {game.id} view")
     seat = view.get("seat")
     if seat not in (0, 1):
         raise DeterminizeError("determinize needs a seat's view, not a spectator's")
-    if view.get("game") != game.id:
-        raise DeterminizeError(f"not a {game.id} view")
     base = _restore_match(game, view)
     table = view["table"]
     if view["phase"] in ("deal", "over"):

@@ -82,7 +82,9 @@ def _previous_deal_trick(view: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def determinize(game, view: Mapping[str, Any], rng: random.Random) -> KlaberjassState:
-    seat = view["seat"]
+    if view.get("game") != game.id:  # another game's view failed deeper (KeyError) or as a spectator's
+        raise InconsistentView(f"not a {game.id} view")
+    seat = view.get("seat")
     if seat not in (0, 1):
         raise InconsistentView("determinize needs a seat's view (state.view(seat)), not a public view")
     st = _context(game, view)
