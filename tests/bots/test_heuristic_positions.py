@@ -112,6 +112,134 @@ def test_gj_a_low_joker_led_to_lose_does_not_name_the_trump():
     assert action.startswith("play:X1:low:") and not action.endswith(":S"), action
 
 
+def kl_deal(elder: list[str], dealer: list[str], turn_up: str, info: str | None = None, options=None):
+    """A Klaberjass deal, seat 1 dealing and seat 0 the elder, with each player's nine cards:
+    the first deal's six in packets of three (KL-2.4), the turn-up ``D[12]`` (KL-2.5), the
+    second deal's three each, dealer first (``D[13]`` .. ``D[18]``, KL-2.8), and the
+    information card ``D[31]`` (KL-2.9)."""
+    fixed = dict(zip((3, 4, 5, 9, 10, 11, 14, 16, 18), elder)) | dict(zip((0, 1, 2, 6, 7, 8, 13, 15, 17), dealer))
+    fixed[12] = turn_up
+    if info:
+        fixed[31] = info
+    return deal("klaberjass", {}, fixed=fixed, first_dealer=1, options=options)
+
+
+def kl_elder_leads(elder: list[str], dealer: list[str], turn_up: str = "8H", info: str | None = None):
+    """The elder took the turn-up suit (hearts), neither exchanged: the elder leads trick 1."""
+    state = kl_deal(elder, dealer, turn_up, info)
+    for seat, action in [(0, "take"), (0, "keep"), (1, "keep")]:
+        state.apply(action, seat)
+    assert state.to_act() == 0 and state.view(0)["table"]["trump"] == "H"
+    return state
+
+
+def test_kl_the_queen_of_trumps_goes_before_the_king_to_score_bella():
+    # hearts trump; the dealer has no club and must trump the elder's seven of clubs (KL-6.5)
+    # with the king or the queen, its only trumps. The queen first scores bella, 20 (KL-7.1,
+    # default order queen first, KL-A13); the king first gives it away. With `king_first` the
+    # king goes first.
+    elder = ["7C", "8C", "9C", "AS", "TS", "9S", "AD", "TD", "9D"]
+    dealer = ["KH", "QH", "KS", "QS", "JS", "KD", "QD", "JD", "8S"]
+    for options, card in (({}, "play:QH"), ({"kl_bella_order": "king_first"}, "play:KH")):
+        state = kl_deal(elder, dealer, "8H", options=options)
+        for seat, action in [(0, "take"), (0, "keep"), (1, "keep"), (0, "play:7C")]:
+            state.apply(action, seat)
+        assert state.view(1)["legal"] == ["play:KH", "play:QH"]
+        assert decide("klaberjass", state) == card, options
+
+
+def test_kl_the_bella_king_is_announced_when_the_table_requires_it():
+    # `kl_bella_announcement = required` (KL-A23): the king after the queen scores bella only
+    # when flagged; the module's docstring: an announcement variant is always chosen
+    state = kl_deal(["7C", "8C", "9C", "AS", "TS", "9S", "AD", "TD", "9D"],
+                    ["KH", "QH", "KS", "QS", "JS", "KD", "QD", "JD", "8S"], "8H",
+                    options={"kl_bella_announcement": "required"})
+    for seat, action in [(0, "take"), (0, "keep"), (1, "keep"), (0, "play:7C"), (1, "play:QH"), (1, "play:KS"),
+                         (0, "play:AS"), (0, "play:8C")]:
+        state.apply(action, seat)
+    assert state.view(1)["legal"] == ["play:KH", "play:KH:bella"]
+    assert decide("klaberjass", state) == "play:KH:bella"
+
+
+def test_kl_round_two_names_the_strong_suit_and_passes_a_weak_hand():
+    # both passed the turn-up 8H (KL-3.1); in round 2 the elder may name another suit (KL-3.3).
+    # The jack, nine, ace and ten of spades are its best trumps: it names spades, not the suit
+    # where it has nothing. A hand of sevens, eights and nines names nothing: a maker who is
+    # out-scored loses everything (KL-9.4).
+    dealer = ["KH", "QH", "KC", "QC", "JC", "8D", "9D", "TD", "8S"]
+    state = kl_deal(["JS", "9S", "AS", "TS", "7D", "8C", "KD", "QD", "JD"], dealer, "8H")
+    state.apply("pass", 0)
+    state.apply("pass", 1)
+    assert state.view(0)["legal"] == ["name:S", "name:D", "name:C", "pass"]
+    assert decide("klaberjass", state) == "name:S"
+    state = kl_deal(["7S", "8S", "9D", "8D", "7C", "8C", "KD", "QD", "JD"],
+                    ["KH", "QH", "KC", "QC", "JC", "AD", "TD", "AC", "AS"], "8H")
+    state.apply("pass", 0)
+    state.apply("pass", 1)
+    assert decide("klaberjass", state) == "pass"
+
+
+def _to_the_dix(state):
+    while "exchange" not in state.view(state.to_act())["legal"]:
+        state.apply(state.view(state.to_act())["legal"][0], state.to_act())
+    return state
+
+
+def test_kl_the_dix_is_exchanged_for_a_trump_turn_up_or_a_ten():
+    # the module's docstring: the dix (KL-4.1) is exchanged when the turn-up is a trump better
+    # than the seven, or, of another suit, an ace or a ten (10 card points, KL-8.1, for a seven)
+    state = kl_deal(["JH", "9H", "AS", "TS", "7D", "8C", "KD", "QD", "JD"],
+                    ["7H", "QH", "KC", "QC", "9C", "8D", "9D", "TD", "8S"], "8H")
+    state.apply("take", 0)
+    assert _to_the_dix(state).to_act() == 1
+    assert decide("klaberjass", state) == "exchange"
+    # hearts named in round 2 under a turned-up ten of spades (no sequence made by it)
+    state = kl_deal(["JH", "9H", "AH", "TH", "7D", "8C", "KD", "QD", "JD"],
+                    ["7H", "QS", "KC", "QC", "9C", "8D", "9D", "AD", "8S"], "TS")
+    for seat, action in [(0, "pass"), (1, "pass"), (0, "name:H")]:
+        state.apply(action, seat)
+    assert _to_the_dix(state).to_act() == 1
+    assert decide("klaberjass", state) == "exchange"
+
+
+def test_kl_the_maker_draws_trumps_with_the_jass():
+    # the maker leads; he holds the jass and the king of trumps: no unseen trump beats the jass
+    # (KL-1.2), so he draws trumps with it (the module's docstring: "draw trumps while holding
+    # trump control")
+    state = kl_elder_leads(["JH", "KH", "8S", "9S", "7D", "8C", "9C", "8D", "9D"],
+                           ["AH", "TH", "KS", "QS", "JS", "KD", "QD", "JD", "7H"])
+    assert decide("klaberjass", state) == "play:JH"
+
+
+def test_kl_masters_are_cashed_the_most_valuable_first():
+    # the ace of spades is the information card (KL-2.9), seen by both: the ten of spades is
+    # the highest spade left, a master worth 10 (KL-8.1), and is cashed; beside the ace of
+    # diamonds, also a master, the ace (11) goes first. The leader has no trump.
+    dealer = ["AH", "TH", "KS", "QS", "JS", "KD", "QD", "JD", "7S"]
+    state = kl_elder_leads(["TS", "8S", "9S", "7D", "8C", "9C", "8D", "9D", "7C"], dealer, info="AS")
+    assert decide("klaberjass", state) == "play:TS"
+    state = kl_elder_leads(["TS", "8S", "9S", "AD", "8C", "9C", "8D", "9D", "7C"], dealer, info="AS")
+    assert decide("klaberjass", state) == "play:AD"
+
+
+def test_kl_no_lead_away_from_a_ten_guarded_once():
+    # no trump, no master: the leader leads low where nothing is lost, not the seven of clubs
+    # beside the ten of clubs (the ace of clubs is out: the ten would fall to it, KL-1.3)
+    state = kl_elder_leads(["TC", "7C", "8D", "9D", "QD", "JD", "KS", "QS", "JS"],
+                           ["AH", "TH", "AS", "TS", "9S", "KD", "7D", "AD", "7S"])
+    assert decide("klaberjass", state) in ("play:8D", "play:9D")
+
+
+def test_kl_a_worthless_trick_is_taken_with_the_lowest_winner():
+    # the elder leads the seven of spades; the dealer's eight and nine of spades both win it and
+    # both are worth nothing (KL-8.1): the eight is the cheapest winning card
+    state = kl_elder_leads(["7S", "7C", "8D", "9D", "QD", "JD", "KC", "QC", "JC"],
+                           ["AH", "TH", "8S", "9S", "KH", "KD", "7D", "AD", "TD"])
+    state.apply("play:7S", 0)
+    assert state.view(1)["legal"] == ["play:9S", "play:8S"]
+    assert decide("klaberjass", state) == "play:8S"
+
+
 # ---- Jo-Jotte --------------------------------------------------------------------------------
 
 def test_jj_the_jack_and_nine_of_the_turn_up_suit_accept():
