@@ -48,6 +48,88 @@ def test_gj_the_ace_of_trumps_alone_is_a_bid_in_a_one_card_deal():
     assert decide("georgian_joker", state) == "bid:1"
 
 
+def gj_three_cards(hands, bids):
+    """Deal 3 (three cards each, GJ-2.4), trump clubs (indicator 9C, GJ-3.3), dealer seat 0:
+    the forehand, seat 1, bids first and leads (GJ-4.1, GJ-5.1); ``bids`` in that order."""
+    state = deal("georgian_joker", hands, fixed={12: "9C"}, first_dealer=2, deal_number=3)
+    for seat, bid in zip((1, 2, 3, 0), bids):
+        state.apply(f"bid:{bid}", seat)
+    assert state.view(0)["table"]["trump"] == "C"
+    return state
+
+
+def test_gj_the_trump_is_the_suit_the_three_cards_make_strongest_and_no_trump_when_low():
+    # the chooser of a nine-card deal sees three cards (GJ-3.5): ace and king of hearts name
+    # hearts; the six of diamonds, seven of hearts and eight of clubs name no trump
+    for cards, choice in ((["AH", "KH", "7S"], "trump:H"), (["6D", "7H", "8C"], "trump:NT")):
+        state = deal("georgian_joker", {1: cards}, first_dealer=0, deal_number=9)
+        assert state.to_act() == 1 and sorted(state.view(1)["hand"]) == sorted(cards)
+        assert decide("georgian_joker", state) == choice
+
+
+def test_gj_a_made_bid_ducks_with_the_highest_card_that_loses_or_a_low_joker():
+    # seat 2 bid 0 and has what it bid: it ducks the forehand's king of spades with the queen
+    # (the ace would take the trick, GJ-7.2 broken), keeping the seven as a later duck
+    state = gj_three_cards({1: ["KS", "7D", "8H"], 2: ["AS", "QS", "7S"], 3: ["9S", "8D", "6H"], 0: ["JS", "TD", "7H"]},
+                           (1, 0, 0, 0))
+    state.apply("play:KS", 1)
+    assert decide("georgian_joker", state) == "play:QS"
+    # every card of its suit wins the seven of spades: the joker goes low (GJ-5.2) and loses
+    state = gj_three_cards({1: ["7S", "7D", "8H"], 2: ["AS", "X1", "9D"], 3: ["9S", "8D", "6H"], 0: ["JS", "TD", "7H"]},
+                           (1, 0, 0, 0))
+    state.apply("play:7S", 1)
+    assert decide("georgian_joker", state) == "play:X1:low"
+
+
+def test_gj_a_needed_trick_is_taken_with_the_cheapest_sure_winner():
+    # last to play (GJ-6): the jack of spades takes the trick as surely as the ace; earlier,
+    # only the ace is sure to hold (the nine may be beaten by the seats after it)
+    state = gj_three_cards({1: ["7S", "7D", "8H"], 2: ["8S", "QD", "6H"], 3: ["9S", "8D", "TH"], 0: ["JS", "AS", "7H"]},
+                           (0, 0, 0, 1))
+    for seat, action in ((1, "play:7S"), (2, "play:8S"), (3, "play:9S")):
+        state.apply(action, seat)
+    assert decide("georgian_joker", state) == "play:JS"
+    state = gj_three_cards({1: ["7S", "7D", "8H"], 2: ["AS", "9S", "7H"], 3: ["QS", "8D", "TH"], 0: ["JS", "KD", "6H"]},
+                           (0, 1, 0, 1))
+    state.apply("play:7S", 1)
+    assert decide("georgian_joker", state) == "play:AS"
+
+
+def test_gj_a_needed_trick_is_ruffed_by_the_last_seat():
+    # the last seat, void in spades, takes the forehand's ace with its small trump (GJ-5.3,
+    # GJ-6.3) rather than throw a diamond
+    state = gj_three_cards({1: ["AS", "7D", "8H"], 2: ["7S", "QD", "6H"], 3: ["8S", "9D", "TH"], 0: ["7C", "8D", "9H"]},
+                           (0, 0, 0, 1))
+    for seat, action in ((1, "play:AS"), (2, "play:7S"), (3, "play:8S")):
+        state.apply(action, seat)
+    assert decide("georgian_joker", state) == "play:7C"
+
+
+def test_gj_the_joker_goes_high_over_the_other_joker_led_high():
+    # one-card deal: the forehand leads the other joker high; the second high joker wins the
+    # trick (GJ-6.1), the bid of 1 is made
+    state = deal("georgian_joker", {1: ["X1"], 2: ["X2"]}, fixed={4: "9C"}, first_dealer=0)
+    for seat, bid in ((1, "bid:1"), (2, "bid:1"), (3, "bid:0"), (0, "bid:0")):
+        state.apply(bid, seat)
+    state.apply("play:X1:high:S", 1)
+    assert decide("georgian_joker", state) == "play:X2:high"
+
+
+def test_gj_the_joker_is_spent_high_only_when_every_trick_left_is_needed():
+    # the forehand bid 3 of 3 without a master: it leads its joker high, naming the suit of its
+    # best honour (hearts, its king; GJ-5.5); having bid 1 it keeps the joker for later
+    hands = {1: ["X1", "KH", "7D"], 2: ["7S", "QD", "6H"], 3: ["8S", "9D", "TH"], 0: ["JS", "8D", "9H"]}
+    state = gj_three_cards(hands, (3, 0, 0, 1))
+    assert decide("georgian_joker", state) == "play:X1:high:H"
+    state = gj_three_cards(hands, (1, 0, 0, 0))
+    assert not decide("georgian_joker", state).startswith("play:X1")
+    # following, with one trick needed of three and the other joker still out: no joker either
+    state = gj_three_cards({1: ["7S", "7D", "8H"], 2: ["X1", "7H", "8D"], 3: ["9S", "QD", "6H"], 0: ["JS", "TD", "TH"]},
+                           (0, 1, 0, 1))
+    state.apply("play:7S", 1)
+    assert not decide("georgian_joker", state).startswith("play:X1")
+
+
 # ---- Klaberjass ------------------------------------------------------------------------------
 
 def test_kl_a_declined_dix_exchange_does_not_throw_the_ace_under_the_jack():
@@ -250,3 +332,70 @@ def test_jj_the_jack_and_nine_of_the_turn_up_suit_accept():
     state = deal("jojotte", {0: ["JS", "9S", "8H", "7H", "9D", "8C"]}, fixed={12: "7S"}, first_dealer=1)
     assert state.to_act() == 0 and "accept" in state.view(0)["legal"]
     assert decide("jojotte", state) == "accept"
+
+
+def jj_deal(nondealer: list[str], dealer: list[str], turn_up: str):
+    """A Jo-Jotte deal, seat 1 dealing, with each player's nine cards: the first deal's six in
+    packets of two, the non-dealer served first (JJ-2.4), the turn-up ``D[12]`` (JJ-2.5), the
+    second deal's three each, non-dealer first (``D[13]`` .. ``D[18]``, JJ-2.6)."""
+    fixed = dict(zip((0, 1, 4, 5, 8, 9, 13, 14, 15), nondealer)) | dict(zip((2, 3, 6, 7, 10, 11, 16, 17, 18), dealer))
+    fixed[12] = turn_up
+    return deal("jojotte", {}, fixed=fixed, first_dealer=1)
+
+
+def jj_to_play(state):
+    """The non-dealer accepts the turn-up suit; then every window (exchange, nullo) is passed,
+    up to the first trick, led by the defender (JJ-6.1)."""
+    state.apply("accept", 0)
+    while state.view(state.to_act())["phase"] != "play":
+        legal = state.view(state.to_act())["legal"]
+        state.apply("pass" if "pass" in legal else legal[0], state.to_act())
+    return state
+
+
+def test_jj_the_answer_to_a_suit_doubles_a_clear_winner_and_overcalls_with_aces_and_tens():
+    # seat 0 names spades (JJ-3.1); seat 1 answers with its six cards. The jack, nine, ace, ten
+    # and king of spades clearly win the comparison: double (JJ-3.3, JJ-9.4 multiplies both
+    # players' trick points). The jack, nine and ace alone do not: pass. Aces and tens in every
+    # suit overcall with no trump (JJ-3.2).
+    nondealer = ["QS", "8S", "7S", "KH", "QH", "JH", "KD", "QD", "JD"]
+    for hand, answer in ((["JS", "9S", "AS", "TS", "KS", "7H", "8H", "7D", "8C"], "double"),
+                         (["JS", "9S", "AS", "8H", "9D", "8D", "7H", "7D", "8C"], "pass"),
+                         (["AS", "TS", "AH", "TH", "AD", "TD", "AC", "TC", "9D"], "no_trump")):
+        state = jj_deal(nondealer, hand, "9H")
+        state.apply("name:S", 0)
+        assert state.view(1)["legal"] == ["no_trump", "double", "pass"]
+        assert decide("jojotte", state) == answer, hand
+
+
+def test_jj_the_seven_of_the_shortest_side_suit_is_exchanged_for_the_turn_up():
+    # spades accepted under the turned-up queen: the declarer alone holds sevens and may give
+    # one for it (JJ-4.2); the lone seven of diamonds goes, not the seven guarding its clubs
+    state = jj_deal(["JS", "9S", "AS", "7D", "7C", "8C", "9C", "KH", "QH"],
+                    ["TS", "KS", "8S", "AH", "TH", "8D", "9D", "AD", "AC"], "QS")
+    state.apply("accept", 0)
+    state.apply("pass", 1)
+    state.apply("no_exchange", 1)
+    assert state.view(0)["legal"] == ["exchange:7D", "exchange:7C", "no_exchange"]
+    assert decide("jojotte", state) == "exchange:7D"
+
+
+def test_jj_the_trump_king_goes_before_the_queen_with_jo():
+    # spades trump; the defender leads a heart, the declarer has none and must trump (JJ-6.4):
+    # the king goes first, announced "jo", so that the queen can follow with "jotte" for the
+    # 20 (JJ-7.1, JJ-7.2; the queen first scores nothing)
+    state = jj_to_play(jj_deal(["KS", "QS", "8S", "AD", "TD", "KD", "AC", "TC", "KC"],
+                               ["JS", "9S", "AS", "7H", "8H", "9H", "QD", "JD", "9D"], "7S"))
+    state.apply("play:7H", 1)
+    assert state.view(0)["legal"] == ["play:KS", "play:KS:jo", "play:QS", "play:8S"]
+    assert decide("jojotte", state) == "play:KS:jo"
+
+
+def test_jj_a_trick_is_headed_with_the_cheapest_card_that_wins():
+    # the king of hearts led; the follower must beat it (JJ-6.3) with the ace or the ten, each
+    # worth 10 (JJ-8.1): the ten, the lower card, keeps the ace for later
+    state = jj_to_play(jj_deal(["JS", "9S", "8S", "AH", "TH", "7H", "KD", "AC", "TC"],
+                               ["AS", "TS", "QS", "KH", "8H", "9H", "QD", "JD", "9D"], "7S"))
+    state.apply("play:KH", 1)
+    assert state.view(0)["legal"] == ["play:AH", "play:TH"]
+    assert decide("jojotte", state) == "play:TH"
