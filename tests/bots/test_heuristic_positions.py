@@ -399,3 +399,38 @@ def test_jj_a_trick_is_headed_with_the_cheapest_card_that_wins():
     state.apply("play:KH", 1)
     assert state.view(0)["legal"] == ["play:AH", "play:TH"]
     assert decide("jojotte", state) == "play:TH"
+
+
+def _jj_nullo_window(dealer: list[str]):
+    """Seat 0 declares spades with the top trumps and three aces; seat 1, the defender, is at
+    the nullo window (JJ-4.3)."""
+    state = jj_deal(["JS", "9S", "AS", "KH", "QH", "AH", "AD", "AC", "KD"], dealer, "7S")
+    state.apply("accept", 0)
+    while "nullo" not in state.view(state.to_act())["legal"]:
+        state.apply("pass", state.to_act())
+    assert state.to_act() == 1 and state.view(1)["legal"] == ["nullo", "pass"]
+    return state
+
+
+def test_jj_nullo_is_called_on_a_hand_of_small_cards_only():
+    # the module's docstring: nullo (win no trick, JJ-4.3) only with a hand of small cards.
+    # The bot answered every nullo window with `pass`: its nullo rule sat after the catch-all
+    # for decisions without a card play, and never ran.
+    state = _jj_nullo_window(["9H", "8H", "7H", "9D", "8D", "7D", "9C", "8C", "QC"])
+    assert decide("jojotte", state) == "nullo"
+    # a king is a trick the nullo player may be unable to lose (JJ-6.3: he must beat the lead)
+    state = _jj_nullo_window(["9H", "8H", "7H", "9D", "8D", "7D", "KC", "8C", "QC"])
+    assert decide("jojotte", state) == "pass"
+
+
+def test_jj_a_nullo_is_answered_by_a_slam_only_with_every_trick_sure():
+    # the declarer holds the jack, nine and ace of trumps and three side aces: six sure tricks
+    # of nine, and a slam must take them all (JJ-4.4): pass. Then, playing against the nullo,
+    # he leads his lowest card, one the nullo player must beat (JJ-6.1, JJ-6.3).
+    state = _jj_nullo_window(["9H", "8H", "7H", "9D", "8D", "7D", "9C", "8C", "QC"])
+    state.apply("nullo", 1)
+    assert state.view(0)["legal"] == ["slam:S", "pass"]
+    assert decide("jojotte", state) == "pass"
+    state.apply("pass", 0)
+    assert state.to_act() == 0 and state.view(0)["table"]["contract"]["kind"] == "nullo"
+    assert decide("jojotte", state) == "play:9S"
