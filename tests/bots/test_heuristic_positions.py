@@ -434,3 +434,54 @@ def test_jj_a_nullo_is_answered_by_a_slam_only_with_every_trick_sure():
     state.apply("pass", 0)
     assert state.to_act() == 0 and state.view(0)["table"]["contract"]["kind"] == "nullo"
     assert decide("jojotte", state) == "play:9S"
+
+
+# ---- the heuristics' card arithmetic against the rulebooks -------------------------------------
+
+def test_kl_sequence_points_and_trick_strength_follow_the_rulebook():
+    from bot_plugins.heuristic.klaberjass import sequence_points, strength
+
+    # KL-5.2's examples: A K Q T is the one sequence A K Q; K Q J 9 8 7 is two; KL-5.3: 20 for
+    # three cards, 50 for four or more (an eight-card run is one sequence)
+    assert sequence_points(["AS", "KS", "QS", "TS"]) == 20
+    assert sequence_points(["KH", "QH", "JH", "9H", "8H", "7H"]) == 40
+    assert sequence_points(["KD", "QD", "JD", "TD", "AC"]) == 50
+    assert sequence_points(["AC", "KC", "QC", "JC", "TC", "9C", "8C", "7C"]) == 50
+    assert sequence_points(["AS", "KS", "JS", "TS"]) == 0
+    # KL-1.2, KL-1.3, KL-6.8: any trump beats the led suit, a card of another suit takes nothing
+    assert strength("7H", "H", "S") > strength("AS", "H", "S") > strength("TS", "H", "S") > 0
+    assert strength("JH", "H", "S") > strength("9H", "H", "S") > strength("AH", "H", "S")
+    assert strength("AD", "H", "S") == 0
+
+
+def test_jj_card_values_and_trick_strength_follow_the_rulebook():
+    from bot_plugins.heuristic.jojotte import card_value, strength
+
+    # JJ-8.1: jack of trumps 20, nine of trumps 15, aces and tens 10, kings and queens 5; other
+    # jacks and nines, and all of them in no trump, 0
+    assert [card_value(c, "S") for c in ("JS", "9S", "AS", "TS", "KS", "QS", "8S")] == [20, 15, 10, 10, 5, 5, 0]
+    assert [card_value(c, "S") for c in ("JH", "9H", "AH", "TH")] == [0, 0, 10, 10]
+    assert [card_value(c, None) for c in ("JS", "9S")] == [0, 0]
+    # JJ-6.6: a trump takes a non-trump lead; another suit never takes
+    assert strength("7S", "S", "H") > strength("AH", "S", "H") > strength("KH", "S", "H") > 0
+    assert strength("AD", "S", "H") == 0
+
+
+def test_gj_trick_winner_follows_the_rulebook():
+    from bot_plugins.heuristic.georgian_joker import trick_winner
+
+    def plays(*cards):
+        out = []
+        for c in cards:
+            card, _, rest = c.partition(":")
+            mode, _, named = rest.partition(":")
+            out.append({"card": card, "joker_mode": mode or None, "named_suit": named or None})
+        return out
+
+    # GJ-6.1: of two high jokers the later wins
+    assert trick_winner(plays("X1:high:S", "7S", "X2:high", "AS"), "C") == 2
+    # GJ-6.2: a trump takes a plain lead; GJ-6.3: the highest card of the led suit otherwise
+    assert trick_winner(plays("AS", "KS", "7C", "QS"), "C") == 2
+    assert trick_winner(plays("9S", "KS", "7C", "AS"), "NT") == 3
+    # a low joker led names the suit the others answer (GJ-5.5): its highest card takes it
+    assert trick_winner(plays("X1:low:H", "7H", "AS", "9H"), "C") == 3
