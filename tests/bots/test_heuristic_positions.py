@@ -130,6 +130,23 @@ def test_gj_the_joker_is_spent_high_only_when_every_trick_left_is_needed():
     assert not decide("georgian_joker", state).startswith("play:X1")
 
 
+def test_gj_the_bid_rounds_the_expected_tricks_passes_under_a_trick_and_dodges_the_forbidden_value():
+    # three-card deal, trump clubs. Two jokers are two near-certain tricks (GJ-5.2, GJ-6.1): bid 2
+    state = deal("georgian_joker", {1: ["X1", "X2", "7D"]}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
+    assert decide("georgian_joker", state) == "bid:2"
+    # the jack of trumps and two small cards are well under a trick: a pass (the module's
+    # docstring: 0 below 0.9 expected tricks; a bid that takes nothing is -200, GJ-7.4)
+    state = deal("georgian_joker", {1: ["JC", "7D", "8H"]}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
+    assert decide("georgian_joker", state) == "bid:0"
+    # the dealer with the two jokers after bids of 1, 0, 0 may not bid 2 (GJ-4.3): the nearer
+    # legal value, 1
+    state = deal("georgian_joker", {0: ["X1", "X2", "7D"]}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
+    for seat, bid in ((1, "bid:1"), (2, "bid:0"), (3, "bid:0")):
+        state.apply(bid, seat)
+    assert request(state).legal == ("bid:0", "bid:1", "bid:3")
+    assert decide("georgian_joker", state) == "bid:1"
+
+
 # ---- Klaberjass ------------------------------------------------------------------------------
 
 def test_kl_a_declined_dix_exchange_does_not_throw_the_ace_under_the_jack():
