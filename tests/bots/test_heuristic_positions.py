@@ -278,6 +278,31 @@ def test_kl_round_two_names_the_strong_suit_and_passes_a_weak_hand():
     assert decide("klaberjass", state) == "pass"
 
 
+def test_kl_the_auction_counts_side_aces_and_trump_length():
+    # turn-up 8H, the elder to speak (KL-3.1). The nine and ace of hearts with the aces of
+    # spades and diamonds take: two sure side tricks of 11 (KL-8.1); the same trumps with small
+    # side cards pass. Four trumps with the menel, the ace and the king, and the dix to bring in
+    # the turn-up (KL-4.1), take on their length; the king, queen and jack of spades, a sequence
+    # of 20 (KL-5.3), bring the nine and ace of trumps over the bar.
+    for hand, call in ((["9H", "AH", "AS", "AD", "7C", "8C"], "take"), (["9H", "AH", "7S", "7D", "7C", "8C"], "pass"),
+                       (["9H", "AH", "KH", "7H", "7S", "7D"], "take"), (["9H", "AH", "KS", "QS", "JS", "7C"], "take")):
+        state = deal("klaberjass", {0: hand}, fixed={12: "8H"}, first_dealer=1)
+        assert state.view(0)["legal"] == ["take", "pass"]
+        assert decide("klaberjass", state) == call, hand
+
+
+def test_kl_the_dealer_takes_a_hand_the_elder_passes():
+    # TAKE_THRESHOLD's comment: the bar of the hand's value, plus 3 for the dealer. The nine and
+    # ace of trumps with the ace of spades fall just short of it for the elder, not the dealer
+    hand = ["9H", "AH", "AS", "8C", "7C", "8D"]
+    state = deal("klaberjass", {0: hand}, fixed={12: "8H"}, first_dealer=1)
+    assert decide("klaberjass", state) == "pass"
+    state = deal("klaberjass", {1: hand}, fixed={12: "8H"}, first_dealer=1)
+    state.apply("pass", 0)
+    assert state.view(1)["legal"] == ["take", "pass"]
+    assert decide("klaberjass", state) == "take"
+
+
 def _to_the_dix(state):
     while "exchange" not in state.view(state.to_act())["legal"]:
         state.apply(state.view(state.to_act())["legal"][0], state.to_act())
