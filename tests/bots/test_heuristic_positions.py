@@ -105,6 +105,22 @@ def test_gj_a_needed_trick_is_ruffed_by_the_last_seat():
     assert decide("georgian_joker", state) == "play:7C"
 
 
+def test_gj_a_master_known_from_the_indicator_or_the_played_cards_is_led():
+    # needing tricks, the leader leads a master (the module's docstring). The king of trumps is
+    # one when the ace is the trump indicator (GJ-3.3), seen by all
+    state = deal("georgian_joker", {1: ["KC", "7D", "8H"]}, fixed={12: "AC"}, first_dealer=2, deal_number=3)
+    for seat, bid in zip((1, 2, 3, 0), (1, 0, 0, 0)):
+        state.apply(f"bid:{bid}", seat)
+    assert decide("georgian_joker", state) == "play:KC"
+    # ... or once the ace has been played (GJ-11.1: the played cards are public)
+    state = gj_three_cards({1: ["AC", "KC", "7D"], 2: ["8C", "9D", "6H"], 3: ["7C", "8D", "TH"], 0: ["TC", "QD", "9H"]},
+                           (2, 0, 0, 0))
+    for seat, action in ((1, "play:AC"), (2, "play:8C"), (3, "play:7C"), (0, "play:TC")):
+        state.apply(action, seat)
+    assert state.to_act() == 1
+    assert decide("georgian_joker", state) == "play:KC"
+
+
 def test_gj_the_joker_goes_high_over_the_other_joker_led_high():
     # one-card deal: the forehand leads the other joker high; the second high joker wins the
     # trick (GJ-6.1), the bid of 1 is made
