@@ -543,3 +543,18 @@ def test_gj_trick_winner_follows_the_rulebook():
     assert trick_winner(plays("9S", "KS", "7C", "AS"), "NT") == 3
     # a low joker led names the suit the others answer (GJ-5.5): its highest card takes it
     assert trick_winner(plays("X1:low:H", "7H", "AS", "9H"), "C") == 3
+
+
+def test_the_shared_card_helpers_do_what_their_docstrings_say():
+    from bot_plugins.heuristic.cards import neutral_choice, played_cards, plays_by_card
+
+    # a card may have several variants (an announcement, KL-7.1 / JJ-7.2): all are kept, in order
+    assert plays_by_card(["play:KH", "play:KH:bella", "play:7C", "pass"]) == {
+        "KH": ["play:KH", "play:KH:bella"], "7C": ["play:7C"]}
+    assert played_cards([{"seat": 1, "action": "play:JS"}, {"seat": 0, "action": "pass"},
+                         {"seat": 0, "action": "play:9S:jo"}]) == [(1, "JS"), (0, "9S")]
+    # a decision the strategy does not model: declare, keep, no_exchange, accept, pass, in this
+    # order; else the first legal action
+    assert neutral_choice(["pass", "declare"]) == "declare"
+    assert neutral_choice(["pass", "accept"]) == "accept"
+    assert neutral_choice(["refuse", "schmeiss"]) == "refuse"
