@@ -558,3 +558,16 @@ def test_the_shared_card_helpers_do_what_their_docstrings_say():
     assert neutral_choice(["pass", "declare"]) == "declare"
     assert neutral_choice(["pass", "accept"]) == "accept"
     assert neutral_choice(["refuse", "schmeiss"]) == "refuse"
+
+
+def test_gj_expected_tricks_rank_the_honours_and_shrink_with_small_deals():
+    from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
+
+    est = GeorgianJokerHeuristic.expected_tricks
+    # the module's docstring: trump honours by rank; a plain king guarded by the ace counts
+    assert est(["AC"], "C", 3) > est(["KC"], "C", 3) > est(["QC"], "C", 3) > est(["JC"], "C", 3)
+    assert est(["AS", "KS", "7D"], "C", 3) > est(["AS", "7S", "7D"], "C", 3)
+    # ... and the estimate shrinks with small deals: a middling trump, a plain ace, a lone king
+    assert est(["QC"], "C", 1) < est(["QC"], "C", 3)
+    assert est(["AS"], "C", 1) < est(["AS"], "C", 2)
+    assert est(["KS", "7D", "8H"], "C", 3) < est(["KS", "7D", "8H"], "C", 4)
