@@ -299,9 +299,11 @@ def test_kl_the_auction_counts_side_aces_and_trump_length():
     # spades and diamonds take: two sure side tricks of 11 (KL-8.1); the same trumps with small
     # side cards pass. Four trumps with the menel, the ace and the king, and the dix to bring in
     # the turn-up (KL-4.1), take on their length; the king, queen and jack of spades, a sequence
-    # of 20 (KL-5.3), bring the nine and ace of trumps over the bar.
+    # of 20 (KL-5.3), bring the nine and ace of trumps over the bar; so do the ace of spades and
+    # the ten it guards.
     for hand, call in ((["9H", "AH", "AS", "AD", "7C", "8C"], "take"), (["9H", "AH", "7S", "7D", "7C", "8C"], "pass"),
-                       (["9H", "AH", "KH", "7H", "7S", "7D"], "take"), (["9H", "AH", "KS", "QS", "JS", "7C"], "take")):
+                       (["9H", "AH", "KH", "7H", "7S", "7D"], "take"), (["9H", "AH", "KS", "QS", "JS", "7C"], "take"),
+                       (["9H", "AH", "AS", "TS", "7C", "8D"], "take")):
         state = deal("klaberjass", {0: hand}, fixed={12: "8H"}, first_dealer=1)
         assert state.view(0)["legal"] == ["take", "pass"]
         assert decide("klaberjass", state) == call, hand
