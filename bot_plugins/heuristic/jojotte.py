@@ -107,8 +107,6 @@ class JojotteHeuristic:
             return self._auction(view, legal, hand)
         if any(a.startswith("exchange:") for a in legal):
             return self._exchange(legal, hand)
-        if not any(a.startswith("play:") for a in legal):
-            return neutral_choice(legal)
         if "nullo" in legal:
             small = all(rank(c) in "987" or (rank(c) in "JQ" and sum(1 for x in hand if suit(x) == suit(c)) >= 3)
                         for c in hand)
@@ -119,6 +117,8 @@ class JojotteHeuristic:
             t = None if strain in (None, "NT") else strain
             sure = sum(1 for c in hand if (t and suit(c) == t and rank(c) in "J9A") or rank(c) == "A")
             return next(a for a in legal if a.startswith("slam:")) if sure >= 8 else "pass"
+        if not any(a.startswith("play:") for a in legal):
+            return neutral_choice(legal)
         return self._play(view, legal, hand)
 
     # ---- auction -------------------------------------------------------------------------

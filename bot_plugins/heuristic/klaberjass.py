@@ -4,9 +4,9 @@
   their card points and control (jass, menel), plain aces and guarded tens, sequence melds
   (KL-5), a dix that would bring in the turn-up (KL-4), trump length. The maker must out-score
   the opponent or lose everything (KL-9.4), so the threshold is conservative; in round 2 the
-  best other suit is named if it clears the same bar.
+  best other suit is named if it clears a bar 4 points higher.
 * **Dix** (KL-4): exchanged at the first chance when the turn-up is a trump better than the
-  seven, or when the turn-up (of another suit) is an ace or ten.
+  seven, or when the turn-up (of another suit) is an ace or ten or lengthens a sequence (KL-5).
 * **Play** (KL-6): leading, draw trumps while holding trump control, cash masters (the highest
   card left of a suit), otherwise lead low from a suit where nothing is lost; following (the
   second card sees the first), win a trick worth taking with the cheapest winning card, else

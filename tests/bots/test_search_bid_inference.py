@@ -23,7 +23,7 @@ from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
 from bot_plugins import search
 from bot_plugins.search import SearchBot, SearchParams
 from engine_service.plugins import protocol
-from engine_service.rules import get_game
+from engine_service.rules import InconsistentView, get_game
 from engine_service.rules.cards import codes_of
 from tests.bots.positions import deal, request
 
@@ -174,6 +174,65 @@ def test_a_world_inconsistent_with_a_bid_is_rarer_under_inference():
     rng = random.Random(5)
     expected = [_hands(game.determinize(view, rng)) for _ in range(bot.params.worlds)]
     assert [_hands(w) for w in bot._worlds(view, random.Random(5), time.monotonic() + 60.0)] == expected
+
+
+def test_bid_probabilities_stay_a_distribution_when_no_legal_bid_is_within_reach():
+    # an estimate far above every value the dealer may bid (3 forbidden, GJ-4.3): the normal
+    # gives each a probability of 0 in floating point; the model falls back to the uniform, so
+    # that no world is ruled out, rather than divide by zero
+    p = B.bid_probabilities(40.0, 3, (0, 1, 2))
+    assert p == pytest.approx(dict.fromkeys((0, 1, 2), 1 / 3))
+
+
+def test_the_model_reads_completed_tricks_and_the_dealers_forbidden_value():
+    # bids 1, 0, 1 from the forehand (seat 1): the dealer (seat 0) may not bid 1, 3 - 2 (GJ-4.3)
+    state = deal("georgian_joker", {0: ["QS", "9S", "KH"], 1: ["X1", "AC", "7D"]}, fixed={12: "9C"},
+                 first_dealer=2, deal_number=3)
+    for seat, bid in ((1, "bid:1"), (2, "bid:0"), (3, "bid:1")):
+        state.apply(bid, seat)
+    assert "bid:1" not in request(state).legal
+    state.apply("bid:0", 0)
+    # the first trick, complete: each seat's card is back in its bid-time hand (GJ-11.1)
+    cards = {}
+    for _ in range(4):
+        req = request(state)
+        cards[req.seat] = req.legal[0].split(":")[1]
+        state.apply(req.legal[0], req.seat)
+    view = request(state, 2).view
+    assert len(view["table"]["tricks"]) == 1 and not view["trick"] and len(view["hand"]) == 2
+    model = B.BidModel(view)
+    assert model.n == 3
+    assert [(s, b, values) for s, b, values, _ in model.bidders] == [(1, 1, (0, 1, 2, 3)), (3, 1, (0, 1, 2, 3)),
+                                                                     (0, 0, (0, 2, 3))]
+    assert {s: codes_of(m) for s, _, _, m in model.bidders} == {s: [cards[s]] for s in (1, 3, 0)}
+
+
+def test_inferred_worlds_draw_at_least_one_candidate_and_weigh_by_the_given_model(monkeypatch):
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    far = time.monotonic() + 60.0
+    # "at least one" candidate (the docstring), even when none is asked for
+    assert len(B.inferred_worlds(game, view, random.Random(1), 5, 0, far)) == 5
+
+    class FirstOnly:
+        """A model that gives the first candidate all the weight."""
+
+        def __init__(self):
+            self.seen = []
+
+        def weight(self, world):
+            self.seen.append(world)
+            return 1.0 if len(self.seen) == 1 else 0.0
+
+    model = FirstOnly()
+    worlds = B.inferred_worlds(game, view, random.Random(1), 6, 4, far, model=model)
+    assert len(model.seen) == 4 and worlds == [model.seen[0]] * 6
+
+    def gives_up(v, rng):
+        raise InconsistentView("no deal fits")
+
+    monkeypatch.setattr(game, "determinize", gives_up)
+    assert B.inferred_worlds(game, view, random.Random(1), 6, 4, far) == []
 
 
 def test_the_candidates_are_bounded_by_count_and_time(monkeypatch):
