@@ -816,6 +816,33 @@ def test_a_history_dealing_where_no_deal_is_due_has_no_transcript(game_id):
     assert transcript.check(transcript.export(state))[0] is None
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_state_whose_results_are_not_its_historys_has_no_transcript(game_id):
+    """Export replays a state's history and refuses the state unless the replay ends where the
+    state stands: its seat to act, dealer, match result and every deal result (NOTATION 3: a
+    transcript reports exactly the results the engine does). A state whose first deal's result
+    differs from what its history scores (no state of the rules has one) is refused with
+    TranscriptError, not written as a transcript whose deal results are the replay's."""
+    game = get_game(game_id)
+    state = next(s for s in iter_states(game, 7400) if len(s.deal_results()) == 2)
+    results = state.deal_results()
+
+    class Claims:
+        """``state`` with its first deal's result one key short."""
+        def __getattr__(self, name):
+            return getattr(state, name)
+
+        def deal_results(self):
+            first = dict(results[0])
+            first.popitem()
+            return [first, *results[1:]]
+
+    with pytest.raises(TranscriptError) as info:
+        transcript.export(Claims())  # type: ignore[arg-type]
+    assert str(info.value) == transcript.NOT_FROM_THE_START
+    assert transcript.check(transcript.export(state))[0] is None
+
+
 @pytest.mark.parametrize("moves", [0, 1, 2])
 def test_a_laid_out_position_has_no_transcript(moves):
     """A Japanese Joker ``position`` has no deal in its history: bare, it replays to a new
