@@ -469,6 +469,28 @@ def test_decks_of_different_lengths_read_back_as_written(kind, make):
     assert bare.decks == () and bare.actions == () and len(bare.record.seats) == 2
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_matchs_decks_read_back_by_deal_whatever_the_order_they_were_written(kind, make):
+    """Store.load_match gives the decks by deal, as the SQL stores read them (ORDER BY deal),
+    not in the order the writes gave them: decks given ahead at the creation (an admin's, several
+    deals) and decks appended alone, a later deal's before an earlier one's; in the order
+    written they would be [2, 0, 3, 1]. The memory store too (SQLite's semantics: its
+    docstring)."""
+    decks = [DeckRecord(d, (("JS", "7H", "AD") * 2)[d:d + 3]) for d in range(4)]
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [decks[2], decks[0]])
+        await st.append_decks("m1", [decks[3]])
+        await st.append_decks("m1", [decks[1]])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    assert run(go()).decks == tuple(decks)
+
+
 def test_a_decks_repr_shows_neither_its_cards_nor_its_salt():
     """A deck is secret (DeckRecord): its repr, which a log line or a failed assertion may
     print, names its deal and scheme only."""
@@ -941,6 +963,24 @@ def test_listing_filters_and_orders(kind, make):
     assert [m.record.deal_commitments for m in everything[:2]] == [(), ()]
     assert [m.record.match_id for m in one] == ["c"]
     assert unfinished == ["d", "b", "c"]  # oldest first, not in the order of creation
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unfinished_matches_created_at_one_time_come_in_the_order_of_their_ids(kind, make):
+    """Store.unfinished_match_ids: oldest first, and among matches created at once by id
+    (the SQL stores' ORDER BY created_at, match_id: the order is total, as list_matches' is),
+    not in the order of creation (b, c, a). The memory store too (SQLite's semantics)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for mid, created_at in (("b", 1.0), ("c", 1.0), ("a", 1.0), ("z", 0.5), ("y", 2.0)):
+            await st.create_match(record(mid, created_at=created_at, status="active" if mid == "c" else "waiting"))
+        await st.set_status("y", "finished", {"winners": []}, 3.0)
+        ids = await st.unfinished_match_ids()
+        await st.close()
+        return ids
+
+    assert run(go()) == ["z", "a", "b", "c"]
 
 
 def _paged(pages: list[list], limit: int) -> list[str]:
