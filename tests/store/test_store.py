@@ -336,6 +336,32 @@ def test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_kind_is_open_or_bot_exactly(kind, make):
+    """SeatRecord.kind is "open" or "bot" (the schema's CHECK, case and all): not the other
+    names an action's ``by`` has ("player", "auto"), not "Open", not empty. The memory store
+    keeps SQLite's semantics: a SEAT_KINDS that took one more was not seen by the test above,
+    whose one refused kind is "robot"."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        refused = []
+        for seat_kind in ("player", "auto", "Open", "BOT", ""):
+            try:
+                await st.save_seat("m1", SeatRecord(seat=1, kind=seat_kind))
+            except StoreError:
+                refused.append(seat_kind)
+        await st.save_seat("m1", SeatRecord(seat=1, kind="bot", bot="random"))
+        got = await st.load_match("m1")
+        await st.close()
+        return refused, got.record.seats
+
+    refused, seats = run(go())
+    assert refused == ["player", "auto", "Open", "BOT", ""]
+    assert [s.kind for s in seats] == ["open", "bot"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
