@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -465,7 +466,7 @@ def test_deck_salts_round_trip(kind, make):
 
     got, plain = run(go())
     assert got.decks == tuple(salted)
-    assert all(len(d.salt) == 32 and int(d.salt, 16) >= 0 for d in got.decks)
+    assert all(re.fullmatch("[0-9a-f]{32}", d.salt) for d in got.decks)  # new_salt: 32 lowercase hex digits
     assert len({d.salt for d in got.decks}) == 3
     assert [d.scheme for d in got.decks] == [2, 1, 2]
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
