@@ -899,6 +899,61 @@ def test_token_hashes_are_unique_across_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_refused_a_token_hash_keeps_holding_its_own(kind, make):
+    """A save_seat refused (the new hash is another seat's) writes nothing: the seat keeps its
+    hash, and that hash stays claimed, so a third seat is refused it as before. The memory
+    store (SQLite's semantics) must not let go of the old hash before the new one is taken."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=0, token_hash="h1"))
+        await st.save_seat("m2", SeatRecord(seat=0, token_hash="h2"))
+        with pytest.raises(StoreError, match="seat 0 of match 'm1'"):
+            await st.save_seat("m1", SeatRecord(seat=0, token_hash="h2"))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'"):
+            await st.save_seat("m2", SeatRecord(seat=1, token_hash="h1"))
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert [s.token_hash for s in m1.record.seats] == ["h1", ""]
+    assert [s.token_hash for s in m2.record.seats] == ["h2", ""]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_token_and_create_hashes_stay_claimed_across_a_close_and_an_open(kind, make):
+    """A store closed and opened again (the memory store: the same object, as a MatchManager
+    built anew on it; the SQL stores: their database) still holds every seat's token hash and
+    every match's create hash: another seat is refused the one, another match the other, and
+    find_created names the match. The memory store keeps SQLite's semantics across it."""
+    from engine_service.store import CreateIdTaken
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), create_hash="c1", create_digest="d1"))
+        await st.save_seat("m1", SeatRecord(seat=0, token_hash="h1"))
+        await st.close()
+        if kind != "memory":
+            st = make(kind)
+        await st.open()
+        await st.create_match(record("m2", created_at=2.0))
+        with pytest.raises(StoreError, match="seat 0 of match 'm2'"):
+            await st.save_seat("m2", SeatRecord(seat=0, token_hash="h1"))
+        with pytest.raises(CreateIdTaken):
+            await st.create_match(replace(record("m3", created_at=3.0), create_hash="c1", create_digest="d3"))
+        found = await st.find_created("c1")
+        gone = await st.load_match("m3")
+        await st.close()
+        return found, gone
+
+    assert run(go()) == (("m1", "d1"), None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_token_hash_stays_claimed_when_its_match_is_created_with_it_and_when_its_seat_is_saved_again(kind, make):
     """A seat written with a token hash by create_match holds it as one written by save_seat
     does; saving the seat again with the same hash (its player resigns, a bot plays the seat:
@@ -973,15 +1028,16 @@ def test_listing_filters_and_orders(kind, make):
         await st.set_status("a", "finished", {"winners": [1]}, 9.0, ("c0" * 32, "c1" * 32))
         everything = await st.list_matches()
         kl = await st.list_matches(game="klaberjass")
+        part = await st.list_matches(game="klaber")  # a game's id, not a prefix of one
         finished = await st.list_matches(statuses=["finished"])
         one = await st.list_matches(limit=1)
         none = await st.list_matches(limit=0), await st.list_matches(limit=-1)  # not "no limit"
         unfinished = await st.unfinished_match_ids()
         await st.close()
-        return everything, kl, finished, one, none, unfinished
+        return everything, kl, part, finished, one, none, unfinished
 
-    everything, kl, finished, one, none, unfinished = run(go())
-    assert none == ([], [])
+    everything, kl, part, finished, one, none, unfinished = run(go())
+    assert none == ([], []) and part == []
     assert [m.record.match_id for m in everything] == ["c", "b", "a", "d"]
     assert [m.seq for m in everything] == [1, 0, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
