@@ -122,18 +122,21 @@ def test_prune_batches_are_capped_and_nothing_unfinished_is_ever_old_enough(kind
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])  # PostgreSQL's: test_pg_prune.py
 def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(kind, make):
     """Store.prune_finished: at most ``limit``, capped at MAX_PRUNE_BATCH: 501 ended matches
-    and a limit of 1,000 delete 500 (the memory store, SQLite's semantics, deleted 501)."""
+    and a limit of 1,000 delete 500 (the memory store, SQLite's semantics, deleted 501);
+    count_finished counts all batches together, all 501."""
     async def go():
         st = make(kind)
         await st.open()
         for i in range(MAX_PRUNE_BATCH + 1):
             await st.create_match(replace(record(f"f{i:03d}", created_at=float(i), status="finished"),
                                           result={}, ended_at=1000.0))
+        counted = await st.count_finished(1e12)  # all batches together: not capped
         batch = await st.prune_finished(1e12, 2 * MAX_PRUNE_BATCH)
         left = await st.count_finished(1e12)
         await st.close()
-        return batch, left
-    batch, left = run(go())
+        return counted, batch, left
+    counted, batch, left = run(go())
+    assert counted.matches == MAX_PRUNE_BATCH + 1
     assert len(set(batch.match_ids)) == batch.counts.matches == MAX_PRUNE_BATCH and left.matches == 1
 
 
