@@ -22,7 +22,8 @@ TABLES = ("matches", "seats", "decks", "match_actions")
 async def _populate(st) -> None:
     """Two matches that ended before t=500 (one finished, one terminated), one that ended
     after, one that ended with no recorded time, and two unfinished ones created long before;
-    each with 4 seats, 2 decks and 3 actions (counts that differ: one counted for another shows)."""
+    each with 4 seats (one held, one whose player resigned), 2 decks and 3 actions (the last an
+    auto move, without a client action id; counts that differ: one counted for another shows)."""
     for i, (mid, status, ended_at) in enumerate([("old-finished", "finished", 100.0),
                                                   ("old-terminated", "terminated", 150.0),
                                                   ("recent", "finished", 1000.0),
@@ -31,8 +32,12 @@ async def _populate(st) -> None:
                                                   ("waiting", "waiting", None)]):
         await st.create_match(record(mid, created_at=10.0 + i, seats=4), [DeckRecord(0, ("JS", "7H"))])
         await st.save_seat(mid, SeatRecord(seat=0, player_name="ann", token_hash=f"tok-{mid}", joined_at=11.0))
-        for seq in range(1, 4):
+        # a player who resigned keeps the seat's token hash (a bot plays it: GJ-12.4)
+        await st.save_seat(mid, SeatRecord(seat=1, player_name="bob", token_hash=f"left-{mid}", joined_at=11.0,
+                                           left=True))
+        for seq in range(1, 3):
             await st.append_action(mid, ActionRecord(seq, seq % 2, "pass", "player", f"c{seq}", "", 12.0))
+        await st.append_action(mid, ActionRecord(3, 1, "pass", "auto", "", "timeout", 12.0))  # no client id
         await st.append_decks(mid, [DeckRecord(1, ("7H", "JS"))])
         if status != "waiting":
             await st.set_status(mid, status, {"winners": [0]} if ended_at else None, ended_at)
@@ -51,8 +56,10 @@ def test_prune_deletes_ended_matches_with_everything_stored_for_them(kind, make)
                   ("old-finished", "old-terminated", "recent", "no-end-time", "active", "waiting")}
         listed = [li.record.match_id for li in await st.list_matches()]
         unfinished = await st.unfinished_match_ids()
-        # the pruned matches' seat-token hashes are free again, and so are their ids
-        await st.save_seat("waiting", SeatRecord(seat=1, token_hash="tok-old-finished"))
+        # the pruned matches' seat-token hashes are free again (a resigned seat's too), and so
+        # are their ids
+        await st.save_seat("waiting", SeatRecord(seat=2, token_hash="tok-old-finished"))
+        await st.save_seat("waiting", SeatRecord(seat=3, token_hash="left-old-terminated"))
         await st.create_match(record("old-terminated", created_at=99.0))
         await st.close()
         if kind != "memory":  # and it is durable
