@@ -1050,7 +1050,8 @@ def test_listing_filters_and_orders(kind, make):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_unfinished_matches_created_at_one_time_come_in_the_order_of_their_ids(kind, make):
-    """Store.unfinished_match_ids: oldest first, and among matches created at once by id
+    """Store.unfinished_match_ids: waiting and active matches (not a finished nor a terminated
+    one, however old), oldest first, and among matches created at once by id
     (the SQL stores' ORDER BY created_at, match_id: the order is total, as list_matches' is),
     not in the order of creation (b, c, a). The memory store too (SQLite's semantics)."""
     async def go():
@@ -1059,6 +1060,8 @@ def test_unfinished_matches_created_at_one_time_come_in_the_order_of_their_ids(k
         for mid, created_at in (("b", 1.0), ("c", 1.0), ("a", 1.0), ("z", 0.5), ("y", 2.0)):
             await st.create_match(record(mid, created_at=created_at, status="active" if mid == "c" else "waiting"))
         await st.set_status("y", "finished", {"winners": []}, 3.0)
+        await st.create_match(record("x", created_at=0.1))
+        await st.set_status("x", "terminated", {"winners": []}, 3.0)  # ended too
         ids = await st.unfinished_match_ids()
         await st.close()
         return ids
