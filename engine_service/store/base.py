@@ -421,7 +421,7 @@ class Store(ABC):
 
     @abstractmethod
     async def load_match(self, match_id: str) -> StoredMatch | None:
-        """The record, decks and actions of a match (actions by seq), or None."""
+        """The record, decks and actions of a match (decks by deal, actions by seq), or None."""
 
     @abstractmethod
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
@@ -436,7 +436,8 @@ class Store(ABC):
 
     @abstractmethod
     async def unfinished_match_ids(self) -> list[str]:
-        """Ids of every match whose status is waiting or active (oldest first)."""
+        """Ids of every match whose status is waiting or active, oldest first (``created_at,
+        match_id``: the id breaks ties, so the order is total)."""
 
     # ---- retention (docs/operations.md, Retention) --------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 
 from engine_service.rules.errors import RulesError
 from engine_service.sessions.api import CreateMatchRequest
-from engine_service.store import SqliteStore
+from engine_service.store import MemoryStore, SeatRecord, SqliteStore
 
 from .helpers import config, manager, run
 
@@ -68,6 +68,30 @@ def test_a_seat_left_before_the_start_is_free_again_in_the_lobby():
     match_id, before, summary = run(waiting_leave())
     assert before == [match_id]
     assert summary.match_id == match_id and not summary.seats[0].taken
+
+
+def test_a_seat_left_before_the_start_is_stored_free_and_open_and_joined_after_a_restart():
+    """The seat a leave frees before the start is written back as it was created (an open seat,
+    SeatRecord's defaults: kind "open", no holder), so a restarted engine shows it free in the
+    lobby and lets a player take it: the freeing write leans on SeatRecord's default kind, and
+    a default of "bot" made the freed seat a bot seat without a bot after the restart."""
+    store = MemoryStore()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker", listed=True))
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(3)]
+            await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, tokens[0]), resign=False)
+        async with manager(store=store) as mgr:
+            stored = (await store.load_match(s.match_id)).record.seats[0]
+            summary = mgr.list_open_matches()[0]
+            joined = await mgr.join_match(s.match_id, 0, "q0")
+            return stored, summary, joined, await mgr.get_match(s.match_id)
+
+    stored, summary, joined, after = run(go())
+    assert stored == SeatRecord(seat=0) and stored.kind == "open"
+    assert (summary.seats[0].kind, summary.seats[0].taken) == ("open", False)
+    assert joined.token and after.seats[0].taken and after.status == "waiting"
 
 
 def test_an_unknown_game_is_refused():

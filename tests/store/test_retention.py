@@ -4,6 +4,7 @@ and PostgreSQL, as the contract in test_store.py), plus what only SQLite has (VA
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
@@ -20,17 +21,23 @@ TABLES = ("matches", "seats", "decks", "match_actions")
 
 async def _populate(st) -> None:
     """Two matches that ended before t=500 (one finished, one terminated), one that ended
-    after, one that ended with no recorded time, and two unfinished ones created long before."""
+    after, one that ended with no recorded time, and two unfinished ones created long before;
+    each with 4 seats (one held, one whose player resigned), 2 decks and 3 actions (the last an
+    auto move, without a client action id; counts that differ: one counted for another shows)."""
     for i, (mid, status, ended_at) in enumerate([("old-finished", "finished", 100.0),
                                                   ("old-terminated", "terminated", 150.0),
                                                   ("recent", "finished", 1000.0),
                                                   ("no-end-time", "finished", None),
                                                   ("active", "active", None),
                                                   ("waiting", "waiting", None)]):
-        await st.create_match(record(mid, created_at=10.0 + i), [DeckRecord(0, ("JS", "7H"))])
+        await st.create_match(record(mid, created_at=10.0 + i, seats=4), [DeckRecord(0, ("JS", "7H"))])
         await st.save_seat(mid, SeatRecord(seat=0, player_name="ann", token_hash=f"tok-{mid}", joined_at=11.0))
-        for seq in range(1, 4):
+        # a player who resigned keeps the seat's token hash (a bot plays it: GJ-12.4)
+        await st.save_seat(mid, SeatRecord(seat=1, player_name="bob", token_hash=f"left-{mid}", joined_at=11.0,
+                                           left=True))
+        for seq in range(1, 3):
             await st.append_action(mid, ActionRecord(seq, seq % 2, "pass", "player", f"c{seq}", "", 12.0))
+        await st.append_action(mid, ActionRecord(3, 1, "pass", "auto", "", "timeout", 12.0))  # no client id
         await st.append_decks(mid, [DeckRecord(1, ("7H", "JS"))])
         if status != "waiting":
             await st.set_status(mid, status, {"winners": [0]} if ended_at else None, ended_at)
@@ -49,8 +56,10 @@ def test_prune_deletes_ended_matches_with_everything_stored_for_them(kind, make)
                   ("old-finished", "old-terminated", "recent", "no-end-time", "active", "waiting")}
         listed = [li.record.match_id for li in await st.list_matches()]
         unfinished = await st.unfinished_match_ids()
-        # the pruned matches' seat-token hashes are free again, and so are their ids
-        await st.save_seat("waiting", SeatRecord(seat=1, token_hash="tok-old-finished"))
+        # the pruned matches' seat-token hashes are free again (a resigned seat's too), and so
+        # are their ids
+        await st.save_seat("waiting", SeatRecord(seat=2, token_hash="tok-old-finished"))
+        await st.save_seat("waiting", SeatRecord(seat=3, token_hash="left-old-terminated"))
         await st.create_match(record("old-terminated", created_at=99.0))
         await st.close()
         if kind != "memory":  # and it is durable
@@ -63,11 +72,11 @@ def test_prune_deletes_ended_matches_with_everything_stored_for_them(kind, make)
         return counted, batches, after, loaded, listed, unfinished, reopened
 
     counted, batches, after, loaded, listed, unfinished, reopened = run(go())
-    # per match: 3 actions, 2 decks, 2 seats
-    assert counted == PruneCounts(matches=2, actions=6, decks=4, seats=4)
+    # per match: 3 actions, 2 decks, 4 seats
+    assert counted == PruneCounts(matches=2, actions=6, decks=4, seats=8)
     assert [len(b.match_ids) for b in batches] == [1, 1, 0]
     assert {b.match_ids[0] for b in batches[:2]} == {"old-finished", "old-terminated"}
-    assert [b.counts for b in batches[:2]] == [PruneCounts(1, 3, 2, 2)] * 2
+    assert [b.counts for b in batches[:2]] == [PruneCounts(1, 3, 2, 4)] * 2
     assert batches[2].counts == PruneCounts()
     assert after == PruneCounts()
     assert loaded["old-finished"] is None and loaded["old-terminated"] is None
@@ -115,6 +124,27 @@ def test_prune_batches_are_capped_and_nothing_unfinished_is_ever_old_enough(kind
     assert sizes == [3, 3, 1, 0] and zero.match_ids == ()
     assert left == ["live"]
     assert MAX_PRUNE_BATCH <= 500  # SQLite's IN list stays far below its variable limit
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])  # PostgreSQL's: test_pg_prune.py
+def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(kind, make):
+    """Store.prune_finished: at most ``limit``, capped at MAX_PRUNE_BATCH: 501 ended matches
+    and a limit of 1,000 delete 500 (the memory store, SQLite's semantics, deleted 501);
+    count_finished counts all batches together, all 501."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for i in range(MAX_PRUNE_BATCH + 1):
+            await st.create_match(replace(record(f"f{i:03d}", created_at=float(i), status="finished"),
+                                          result={}, ended_at=1000.0))
+        counted = await st.count_finished(1e12)  # all batches together: not capped
+        batch = await st.prune_finished(1e12, 2 * MAX_PRUNE_BATCH)
+        left = await st.count_finished(1e12)
+        await st.close()
+        return counted, batch, left
+    counted, batch, left = run(go())
+    assert counted.matches == MAX_PRUNE_BATCH + 1
+    assert len(set(batch.match_ids)) == batch.counts.matches == MAX_PRUNE_BATCH and left.matches == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)

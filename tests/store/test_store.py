@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -336,6 +337,32 @@ def test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_kind_is_open_or_bot_exactly(kind, make):
+    """SeatRecord.kind is "open" or "bot" (the schema's CHECK, case and all): not the other
+    names an action's ``by`` has ("player", "auto"), not "Open", not empty. The memory store
+    keeps SQLite's semantics: a SEAT_KINDS that took one more was not seen by the test above,
+    whose one refused kind is "robot"."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        refused = []
+        for seat_kind in ("player", "auto", "Open", "BOT", ""):
+            try:
+                await st.save_seat("m1", SeatRecord(seat=1, kind=seat_kind))
+            except StoreError:
+                refused.append(seat_kind)
+        await st.save_seat("m1", SeatRecord(seat=1, kind="bot", bot="random"))
+        got = await st.load_match("m1")
+        await st.close()
+        return refused, got.record.seats
+
+    refused, seats = run(go())
+    assert refused == ["player", "auto", "Open", "BOT", ""]
+    assert [s.kind for s in seats] == ["open", "bot"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
@@ -439,7 +466,7 @@ def test_deck_salts_round_trip(kind, make):
 
     got, plain = run(go())
     assert got.decks == tuple(salted)
-    assert all(len(d.salt) == 32 and int(d.salt, 16) >= 0 for d in got.decks)
+    assert all(re.fullmatch("[0-9a-f]{32}", d.salt) for d in got.decks)  # new_salt: 32 lowercase hex digits
     assert len({d.salt for d in got.decks}) == 3
     assert [d.scheme for d in got.decks] == [2, 1, 2]
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
@@ -467,6 +494,28 @@ def test_decks_of_different_lengths_read_back_as_written(kind, make):
     got, bare = run(go())
     assert got.decks == decks and [len(a.action) for a in got.actions] == [4]
     assert bare.decks == () and bare.actions == () and len(bare.record.seats) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_matchs_decks_read_back_by_deal_whatever_the_order_they_were_written(kind, make):
+    """Store.load_match gives the decks by deal, as the SQL stores read them (ORDER BY deal),
+    not in the order the writes gave them: decks given ahead at the creation (an admin's, several
+    deals) and decks appended alone, a later deal's before an earlier one's; in the order
+    written they would be [2, 0, 3, 1]. The memory store too (SQLite's semantics: its
+    docstring)."""
+    decks = [DeckRecord(d, (("JS", "7H", "AD") * 2)[d:d + 3]) for d in range(4)]
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [decks[2], decks[0]])
+        await st.append_decks("m1", [decks[3]])
+        await st.append_decks("m1", [decks[1]])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    assert run(go()).decks == tuple(decks)
 
 
 def test_a_decks_repr_shows_neither_its_cards_nor_its_salt():
@@ -850,6 +899,61 @@ def test_token_hashes_are_unique_across_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_refused_a_token_hash_keeps_holding_its_own(kind, make):
+    """A save_seat refused (the new hash is another seat's) writes nothing: the seat keeps its
+    hash, and that hash stays claimed, so a third seat is refused it as before. The memory
+    store (SQLite's semantics) must not let go of the old hash before the new one is taken."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=0, token_hash="h1"))
+        await st.save_seat("m2", SeatRecord(seat=0, token_hash="h2"))
+        with pytest.raises(StoreError, match="seat 0 of match 'm1'"):
+            await st.save_seat("m1", SeatRecord(seat=0, token_hash="h2"))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'"):
+            await st.save_seat("m2", SeatRecord(seat=1, token_hash="h1"))
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert [s.token_hash for s in m1.record.seats] == ["h1", ""]
+    assert [s.token_hash for s in m2.record.seats] == ["h2", ""]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_token_and_create_hashes_stay_claimed_across_a_close_and_an_open(kind, make):
+    """A store closed and opened again (the memory store: the same object, as a MatchManager
+    built anew on it; the SQL stores: their database) still holds every seat's token hash and
+    every match's create hash: another seat is refused the one, another match the other, and
+    find_created names the match. The memory store keeps SQLite's semantics across it."""
+    from engine_service.store import CreateIdTaken
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), create_hash="c1", create_digest="d1"))
+        await st.save_seat("m1", SeatRecord(seat=0, token_hash="h1"))
+        await st.close()
+        if kind != "memory":
+            st = make(kind)
+        await st.open()
+        await st.create_match(record("m2", created_at=2.0))
+        with pytest.raises(StoreError, match="seat 0 of match 'm2'"):
+            await st.save_seat("m2", SeatRecord(seat=0, token_hash="h1"))
+        with pytest.raises(CreateIdTaken):
+            await st.create_match(replace(record("m3", created_at=3.0), create_hash="c1", create_digest="d3"))
+        found = await st.find_created("c1")
+        gone = await st.load_match("m3")
+        await st.close()
+        return found, gone
+
+    assert run(go()) == (("m1", "d1"), None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_token_hash_stays_claimed_when_its_match_is_created_with_it_and_when_its_seat_is_saved_again(kind, make):
     """A seat written with a token hash by create_match holds it as one written by save_seat
     does; saving the seat again with the same hash (its player resigns, a bot plays the seat:
@@ -924,15 +1028,16 @@ def test_listing_filters_and_orders(kind, make):
         await st.set_status("a", "finished", {"winners": [1]}, 9.0, ("c0" * 32, "c1" * 32))
         everything = await st.list_matches()
         kl = await st.list_matches(game="klaberjass")
+        part = await st.list_matches(game="klaber")  # a game's id, not a prefix of one
         finished = await st.list_matches(statuses=["finished"])
         one = await st.list_matches(limit=1)
         none = await st.list_matches(limit=0), await st.list_matches(limit=-1)  # not "no limit"
         unfinished = await st.unfinished_match_ids()
         await st.close()
-        return everything, kl, finished, one, none, unfinished
+        return everything, kl, part, finished, one, none, unfinished
 
-    everything, kl, finished, one, none, unfinished = run(go())
-    assert none == ([], [])
+    everything, kl, part, finished, one, none, unfinished = run(go())
+    assert none == ([], []) and part == []
     assert [m.record.match_id for m in everything] == ["c", "b", "a", "d"]
     assert [m.seq for m in everything] == [1, 0, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
@@ -941,6 +1046,27 @@ def test_listing_filters_and_orders(kind, make):
     assert [m.record.deal_commitments for m in everything[:2]] == [(), ()]
     assert [m.record.match_id for m in one] == ["c"]
     assert unfinished == ["d", "b", "c"]  # oldest first, not in the order of creation
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unfinished_matches_created_at_one_time_come_in_the_order_of_their_ids(kind, make):
+    """Store.unfinished_match_ids: waiting and active matches (not a finished nor a terminated
+    one, however old), oldest first, and among matches created at once by id
+    (the SQL stores' ORDER BY created_at, match_id: the order is total, as list_matches' is),
+    not in the order of creation (b, c, a). The memory store too (SQLite's semantics)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for mid, created_at in (("b", 1.0), ("c", 1.0), ("a", 1.0), ("z", 0.5), ("y", 2.0)):
+            await st.create_match(record(mid, created_at=created_at, status="active" if mid == "c" else "waiting"))
+        await st.set_status("y", "finished", {"winners": []}, 3.0)
+        await st.create_match(record("x", created_at=0.1))
+        await st.set_status("x", "terminated", {"winners": []}, 3.0)  # ended too
+        ids = await st.unfinished_match_ids()
+        await st.close()
+        return ids
+
+    assert run(go()) == ["z", "a", "b", "c"]
 
 
 def _paged(pages: list[list], limit: int) -> list[str]:
