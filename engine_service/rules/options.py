@@ -53,9 +53,15 @@ class OptionSpec:
             return "true, false"
         if self.values:
             return ", ".join(_json(v) for v in self.values)
-        lo = "" if self.minimum is None else str(self.minimum)
-        hi = "" if self.maximum is None else str(self.maximum)
-        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo} (at most {JSON_SAFE_INT})"
+        # every game's open range has a minimum; a spec without one read "an integer >=  (at
+        # most ...)" or "an integer in [, 10]"
+        if self.maximum is None:
+            if self.minimum is None:
+                return f"an integer from -{JSON_SAFE_INT} to {JSON_SAFE_INT}"
+            return f"an integer >= {self.minimum} (at most {JSON_SAFE_INT})"
+        if self.minimum is None:
+            return f"an integer <= {self.maximum}"
+        return f"an integer in [{self.minimum}, {self.maximum}]"
 
     def check(self, value: Any) -> Any:
         """Return the validated value or raise :class:`InvalidOptions`."""

@@ -227,6 +227,19 @@ def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_b
     with pytest.raises(InvalidOptions) as info:
         OptionSpec("a_flag", BOOL, False).check("yes")
     assert info.value.details["allowed"] == "true, false"
+    # the refused value as JSON writes it (the rulebooks' and NOTATION.md's JSON types): a
+    # bool given to an int option is ``true``, not Python's ``True``; a string is quoted
+    with pytest.raises(InvalidOptions) as info:
+        spec.check(True)
+    assert str(info.value) == f"option 'any_int': invalid value true; allowed: an integer from -{safe} to {safe}"
+    with pytest.raises(InvalidOptions) as info:
+        OptionSpec("a_count", INT, 0, maximum=10).check("3")
+    assert str(info.value) == "option 'a_count': invalid value \"3\"; allowed: an integer <= 10"
+    assert OptionSpec("a_count", INT, 1, minimum=1, maximum=10).allowed_text() == "an integer in [1, 10]"
+    assert OptionSpec("a_count", INT, 1, minimum=1).allowed_text() == f"an integer >= 1 (at most {safe})"
+    with pytest.raises(InvalidOptions) as info:
+        OptionSpec("a_flag", BOOL, False).check(0)
+    assert str(info.value) == "option 'a_flag': invalid value 0; allowed: true, false"
 
 
 @pytest.mark.parametrize("game_id", GAMES)
