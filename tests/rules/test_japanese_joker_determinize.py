@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import CODES, card_id
 from engine_service.rules.games.japanese_joker import GAME
 from engine_service.rules.games.japanese_joker.determinize import (INFINITY, InconsistentView,
@@ -541,16 +541,3 @@ def test_a_hand_without_a_card_moved_into_it_is_refused():
     for hand in ([c for c in view["hand"] if c != "TH"], view["hand"] + ["TH"]):
         with pytest.raises(InconsistentView):
             GAME.determinize({**view, "hand": hand}, random.Random(0))
-
-
-@pytest.mark.parametrize("game_id", ["klaberjass", "jojotte", "georgian_joker"])
-def test_another_games_seat_view_is_refused(game_id):
-    """``Game.determinize``: InconsistentView for a view no Japanese Joker state can show,
-    another game's seat view included (seat 0 or 1, so only its game tells it apart), not
-    an error of whatever key it lacks."""
-    other = get_game(game_id)
-    for i, st in enumerate(iter_states(other, 3)):
-        if i >= 5 and st.to_act() in (0, 1):
-            break
-    with pytest.raises(InconsistentView):
-        GAME.determinize(st.view(st.to_act()), random.Random(0))
