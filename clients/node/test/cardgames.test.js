@@ -1402,3 +1402,16 @@ test('watch() with maxFailures 0 gives up at the first drop, reopening nothing',
   })(), (error) => error.code === 'UNAVAILABLE');
   assert.deepStrictEqual([opened, heard], [1, [[GAVE_UP, 0]]]);
 });
+
+test("play_vs_bot.js takes every gRPC scheme Python's _target_problem takes, in any case; a switch takes no value, a flag needs one", () => {
+  // clients/cardgames_client.py, _GRPC_SCHEMES: no port follows a scheme (host.lower())
+  for (const scheme of ['dns', 'unix', 'unix-abstract', 'ipv4', 'ipv6', 'vsock', 'xds', 'google-c2p', 'DNS', 'Unix']) {
+    assert.strictEqual(parseArgs(['--target', `${scheme}:engine`]).target, `${scheme}:engine`);
+  }
+  // --tls=false turned TLS on, its value dropped
+  assert.throws(() => parseArgs(['--tls=false']), (error) => error.constructor.name === 'UsageError'
+    && error.message === '--tls takes no value (not shown: it may hold a secret)');
+  for (const flag of ['--game', '--ca', '--reconnect-tries']) {
+    assert.throws(() => parseArgs(['--quiet', flag]), (error) => error.constructor.name === 'UsageError' && error.message === `${flag} needs a value`);
+  }
+});
