@@ -87,6 +87,12 @@ test('an unknown argument is named without its value (as the Python clients)', (
     [['--bogus'], 'unknown argument --bogus'],
     [['--token=s3cret-seat-token'], 'unknown argument --token (its value not shown: it may hold a secret)'],
     [['--quiet', 's3cret-seat-token'], 'unexpected value (not shown: it may hold a secret)'],
+    // a seat token is URL-safe base64, which may start with '-': named by its first letter, as
+    // the Python clients name a short option whose value follows it (-xVALUE); it was shown whole
+    [['-Qs3cret-seat-token'], 'unknown argument -Q (its value not shown: it may hold a secret)'],
+    [['-Q=s3cret'], 'unknown argument -Q (its value not shown: it may hold a secret)'],
+    [['-x'], 'unknown argument -x'],
+    [['-'], 'unexpected value (not shown: it may hold a secret)'],
   ]) {
     assert.throws(() => parseArgs(argv), (error) => error.constructor.name === 'UsageError' && error.message === says);
   }
