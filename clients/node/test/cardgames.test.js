@@ -1421,3 +1421,46 @@ test("play_vs_bot.js takes every gRPC scheme Python's _target_problem takes, in 
     assert.throws(() => parseArgs(['--quiet', flag]), (error) => error.constructor.name === 'UsageError' && error.message === `${flag} needs a value`);
   }
 });
+
+test('a --ca file of 1 MiB is read (larger is refused, as Python\'s read_bounded); every PEM block must be a certificate; --option needs a name', () => {
+  const { readRootCertificates } = require('../play_vs_bot');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  // a self-signed EC certificate for engine.test (openssl req -x509), only parsed here
+  const certificate = [
+  '-----BEGIN CERTIFICATE-----',
+  'MIIBhDCCASmgAwIBAgIUKZZa7Pe6fwWeIXPB1WN7NhCA8r8wCgYIKoZIzj0EAwIw',
+  'FjEUMBIGA1UEAwwLZW5naW5lLnRlc3QwIBcNMjYxMjA3MDcyNDIzWhgPMjEyNjEx',
+  'MTMwNzI0MjNaMBYxFDASBgNVBAMMC2VuZ2luZS50ZXN0MFkwEwYHKoZIzj0CAQYI',
+  'KoZIzj0DAQcDQgAEtfaMLt3YhnlIy1Efi0xznuUcXkWlWV3GgOnaEmjV3KCZ7ocu',
+  'qaO1ukIm1w2mLagyBf5Nh6TrULr6wiPEWmKah6NTMFEwHQYDVR0OBBYEFOzy5vLq',
+  'GfgVNBLY1jCeuLIFIUCwMB8GA1UdIwQYMBaAFOzy5vLqGfgVNBLY1jCeuLIFIUCw',
+  'MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAJbdLqfVe8D0G44g',
+  '7yIgvFkgKodko5PfIWhh+cTDqtV0AiEA8/e94gJyF3xoKtMRn7BX52GjzaxsgPmI',
+  'tjWBydFxQWg=',
+  '-----END CERTIFICATE-----',
+  ].join('\n') + '\n';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cardgames-ca-'));
+  try {
+    const file = (name, content) => {
+      fs.writeFileSync(path.join(dir, name), content);
+      return path.join(dir, name);
+    };
+    const good = file('good.pem', certificate);
+    assert.strictEqual(readRootCertificates(good).toString(), certificate);
+    // at most 1 MiB is read: a file of exactly 1 MiB is read (and refused for what it holds)
+    const limit = file('limit.pem', '');
+    fs.truncateSync(limit, 1024 * 1024); // sparse: no disk written
+    // one certificate and a broken block: as Python's ssl module, the file is refused
+    const mixed = file('mixed.pem', `${certificate}-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n`);
+    for (const where of [limit, mixed]) {
+      assert.throws(() => readRootCertificates(where), (error) => error.constructor.name === 'UsageError'
+        && error.message === `the CA file ${where} holds no usable PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
+  for (const option of ['=300', 'kl_target_score']) {
+    assert.throws(() => parseArgs(['--option', option]), (error) => error.constructor.name === 'UsageError' && error.message === '--option wants name=value');
+  }
+});
