@@ -1464,3 +1464,40 @@ test('a --ca file of 1 MiB is read (larger is refused, as Python\'s read_bounded
     assert.throws(() => parseArgs(['--option', option]), (error) => error.constructor.name === 'UsageError' && error.message === '--option wants name=value');
   }
 });
+
+test('watch() cancels its stream when the caller stops early, and its silence limit ends with the stream', async () => {
+  // an async iterator left with break is told so (return()): the stream it holds open would
+  // keep one of the seat's streams (--max-streams-per-seat, docs/api.md MAX_SEAT_STREAMS)
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+  client.stub.close();
+  const opened = [];
+  let getMatchAfterMs = 0;
+  client.stub = {
+    WatchMatch(request) {
+      if (getMatchAfterMs && opened.length) throw new Error('reopened'); // fails the test at once
+      const stream = { cancelled: false, request };
+      opened.push(stream);
+      const events = request.after_seq === 3 ? [{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_ACTION', seq: 5 }] : [];
+      return Object.assign(stream, { cancel() { stream.cancelled = true; }, async* [Symbol.asyncIterator]() { yield* events; } });
+    },
+    GetMatch(request, metadata, options, callback) {
+      setTimeout(() => callback({ code: grpc.status.NOT_FOUND, details: 'no such match', metadata: new grpc.Metadata() }), getMatchAfterMs);
+    },
+  };
+  for await (const event of new Seat(client, 'm1', 0, 't').watch(3)) {
+    assert.strictEqual(event.seq, 4);
+    break;
+  }
+  assert.deepStrictEqual(opened.map((s) => s.cancelled), [true]);
+  // a stream ended by the server: no silence is counted while GetMatch says how the match stands
+  opened.length = 0;
+  getMatchAfterMs = 200;
+  const heard = [];
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(7, { silenceTimeoutMs: 50, onConnection: (c) => heard.push(c.state) })) {
+      assert.fail(`no event: ${event.kind}`);
+    }
+  })(), (error) => error.code === 'NOT_FOUND');
+  assert.deepStrictEqual([opened.length, heard], [1, []]);
+});
