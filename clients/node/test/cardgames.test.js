@@ -1501,3 +1501,78 @@ test('watch() cancels its stream when the caller stops early, and its silence li
   })(), (error) => error.code === 'NOT_FOUND');
   assert.deepStrictEqual([opened.length, heard], [1, []]);
 });
+
+test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a TERMINATED match, every deal\'s commitment checked', async () => {
+  // the program's own checks (its header): exit status 0 only when the match FINISHED; a
+  // deal's commitment that changed while it was played, a reveal missing for a published
+  // commitment, or a deck that is no pack of the game (docs/api.md, "Fair dealing") is an error
+  const { api } = require('../cardgames');
+  const { spawn } = require('node:child_process');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const reveal = (deck) => {
+    const salts = deck.map((_, i) => sha256(`salt ${i}`).slice(0, 32));
+    const hashes = deck.map((card, i) => sha256(`${salts[i]}:${card}`));
+    return { deal: 0, commitment: sha256(hashes.join(',')), cards: deck, card_salts: salts, card_hashes: deck.map(() => '') };
+  };
+  const pack = require('../cardgames').PACKS.klaberjass;
+  const run = async ({ status = 'MATCH_STATUS_FINISHED', deck = pack, changed = false, commitments = 1 } = {}) => {
+    const dealt = reveal(deck);
+    const created = [];
+    const submitted = [];
+    const view = (seq, toAct, commitment = dealt.commitment) => ({ match_id: 'm1', seq, status: 'MATCH_STATUS_ACTIVE', to_act: toAct,
+      legal_actions: [{ notation: 'pass' }], deal_commitment: commitment });
+    const server = new grpc.Server();
+    server.addService(api.CardGamesService.service, {
+      ListGames(call, callback) { callback(null, { games: [{ id: 'klaberjass', name: 'Klaberjass', num_seats: 2 }] }); },
+      CreateMatch(call, callback) { created.push(call.request); callback(null, { match: { match_id: 'm1' } }); },
+      JoinMatch(call, callback) { callback(null, { match_id: 'm1', seat: 0, seat_token: 'tok' }); },
+      SubmitAction(call, callback) { submitted.push(call.request.expected_seq); callback(null, { seq: 2 }); },
+      WatchMatch(call) {
+        call.write({ kind: 'EVENT_KIND_SNAPSHOT', view: view(0, 1) });
+        call.write({ kind: 'EVENT_KIND_ACTION', seq: 1, seat: 1, by: 'ACTOR_BOT', action: { notation: 'pass' },
+          view: view(1, 0, changed ? sha256('another deck') : dealt.commitment) });
+        // queued while the seat decided: its view is older than the seat's own action (seq 2),
+        // to be skipped, not acted on (docs/api.md, "Deciding on fresh information")
+        call.write({ kind: 'EVENT_KIND_PRESENCE', seat: 1, view: view(1, 0) });
+        call.write({ kind: 'EVENT_KIND_ACTION', seq: 2, seat: 0, by: 'ACTOR_PLAYER', action: { notation: 'pass' }, view: view(2, 1) });
+        call.write({ kind: 'EVENT_KIND_MATCH_ENDED', seq: 2 });
+        call.end();
+      },
+      GetMatch(call, callback) {
+        callback(null, { match: { match_id: 'm1', game: 'klaberjass', status,
+          deal_commitments: Array(commitments).fill(dealt.commitment),
+          result: { fields: { outcome: { stringValue: 'win' }, winners: { listValue: { values: [{ numberValue: 0 }] } } } } } });
+      },
+      RevealDeals(call, callback) { callback(null, { deals: [dealt] }); },
+    });
+    const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound))));
+    try {
+      const child = spawn(process.execPath, [path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`, '--bot', 'greedy', '--quiet']);
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (chunk) => { out += chunk; });
+      child.stderr.on('data', (chunk) => { err += chunk; });
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      return { code, out, err, created, submitted };
+    } finally {
+      server.forceShutdown();
+    }
+  };
+  const [played, terminated, changed, missing, notThePack] = await Promise.all([run(), run({ status: 'MATCH_STATUS_TERMINATED' }),
+    run({ changed: true }), run({ commitments: 2 }), run({ deck: pack.slice(0, 31) })]);
+  assert.strictEqual(played.code, 0, played.err);
+  assert.deepStrictEqual(JSON.parse(played.out), { match_id: 'm1', game: 'klaberjass', status: 'MATCH_STATUS_FINISHED', seat: 0,
+    winners: [0], outcome: 'win', actions: 1, deals_verified: 1 });
+  assert.strictEqual(played.err, ''); // --quiet
+  assert.deepStrictEqual(played.submitted, [1]);
+  assert.deepStrictEqual(played.created[0].seats.map((seat) => seat.bot ? seat.bot.name : 'open'), ['open', 'greedy']);
+  assert.deepStrictEqual([terminated.code, JSON.parse(terminated.out).status], [1, 'MATCH_STATUS_TERMINATED']);
+  assert.deepStrictEqual([changed.code, changed.out], [1, '']);
+  assert.match(changed.err, /^error: deal 0: the commitment changed during the match/);
+  for (const failed of [missing, notThePack]) {
+    assert.deepStrictEqual([failed.code, failed.out], [1, '']);
+    assert.match(failed.err, /^error: the revealed decks do not match their commitments/);
+  }
+});
