@@ -1516,19 +1516,30 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
     return { deal: 0, commitment: sha256(hashes.join(',')), cards: deck, card_salts: salts, card_hashes: deck.map(() => '') };
   };
   const pack = require('../cardgames').PACKS.klaberjass;
-  const run = async ({ status = 'MATCH_STATUS_FINISHED', deck = pack, changed = false, commitments = 1 } = {}) => {
+  const run = async ({ status = 'MATCH_STATUS_FINISHED', deck = pack, changed = false, commitments = 1, restored = false,
+    drops = 0, args = ['--quiet'] } = {}) => {
     const dealt = reveal(deck);
     const created = [];
     const submitted = [];
     const view = (seq, toAct, commitment = dealt.commitment) => ({ match_id: 'm1', seq, status: 'MATCH_STATUS_ACTIVE', to_act: toAct,
-      legal_actions: [{ notation: 'pass' }], deal_commitment: commitment });
+      legal_actions: ['pass', 'clubs', 'diamonds', 'hearts', 'spades', 'no', 'all', 'x'].map((notation) => ({ notation })),
+      deal_commitment: commitment });
+    let opened = 0;
     const server = new grpc.Server();
     server.addService(api.CardGamesService.service, {
       ListGames(call, callback) { callback(null, { games: [{ id: 'klaberjass', name: 'Klaberjass', num_seats: 2 }] }); },
       CreateMatch(call, callback) { created.push(call.request); callback(null, { match: { match_id: 'm1' } }); },
       JoinMatch(call, callback) { callback(null, { match_id: 'm1', seat: 0, seat_token: 'tok' }); },
-      SubmitAction(call, callback) { submitted.push(call.request.expected_seq); callback(null, { seq: 2 }); },
+      SubmitAction(call, callback) {
+        submitted.push([call.request.expected_seq, call.request.action]);
+        callback(null, { seq: 2 });
+      },
       WatchMatch(call) {
+        opened += 1;
+        if (opened <= drops) {
+          call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'the engine restarts' });
+          return;
+        }
         call.write({ kind: 'EVENT_KIND_SNAPSHOT', view: view(0, 1) });
         call.write({ kind: 'EVENT_KIND_ACTION', seq: 1, seat: 1, by: 'ACTOR_BOT', action: { notation: 'pass' },
           view: view(1, 0, changed ? sha256('another deck') : dealt.commitment) });
@@ -1536,6 +1547,8 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
         // to be skipped, not acted on (docs/api.md, "Deciding on fresh information")
         call.write({ kind: 'EVENT_KIND_PRESENCE', seat: 1, view: view(1, 0) });
         call.write({ kind: 'EVENT_KIND_ACTION', seq: 2, seat: 0, by: 'ACTOR_PLAYER', action: { notation: 'pass' }, view: view(2, 1) });
+        // the operator restored a backup taken before the seat's action: the match stands at seq 1 again
+        if (restored) call.write({ kind: 'EVENT_KIND_SNAPSHOT', seq: 1, view: view(1, 0) });
         call.write({ kind: 'EVENT_KIND_MATCH_ENDED', seq: 2 });
         call.end();
       },
@@ -1549,7 +1562,7 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
     const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
       (error, bound) => (error ? reject(error) : resolve(bound))));
     try {
-      const child = spawn(process.execPath, [path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`, '--bot', 'greedy', '--quiet']);
+      const child = spawn(process.execPath, [path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`, '--bot', 'greedy', ...args]);
       let out = '';
       let err = '';
       child.stdout.on('data', (chunk) => { out += chunk; });
@@ -1560,13 +1573,25 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
       server.forceShutdown();
     }
   };
-  const [played, terminated, changed, missing, notThePack] = await Promise.all([run(), run({ status: 'MATCH_STATUS_TERMINATED' }),
-    run({ changed: true }), run({ commitments: 2 }), run({ deck: pack.slice(0, 31) })]);
+  const [played, terminated, changed, missing, notThePack, restored, first, gaveUp, back] = await Promise.all([run(),
+    run({ status: 'MATCH_STATUS_TERMINATED' }), run({ changed: true }), run({ commitments: 2 }), run({ deck: pack.slice(0, 31) }),
+    run({ restored: true }), run({ args: ['--quiet', '--policy', 'first'] }),
+    run({ drops: 2, args: ['--quiet', '--reconnect-tries', '1'] }), run({ drops: 2, args: ['--reconnect-tries', '3'] })]);
   assert.strictEqual(played.code, 0, played.err);
   assert.deepStrictEqual(JSON.parse(played.out), { match_id: 'm1', game: 'klaberjass', status: 'MATCH_STATUS_FINISHED', seat: 0,
     winners: [0], outcome: 'win', actions: 1, deals_verified: 1 });
   assert.strictEqual(played.err, ''); // --quiet
-  assert.deepStrictEqual(played.submitted, [1]);
+  assert.deepStrictEqual(played.submitted.map(([seq]) => seq), [1]);
+  assert.deepStrictEqual(first.submitted, [[1, 'pass']]); // --policy first: the first legal action (--seed 1 takes 'no')
+  // the seat acts again on the match as restored, at seq 1
+  assert.deepStrictEqual([restored.code, restored.submitted.map(([seq]) => seq), JSON.parse(restored.out).actions], [0, [1, 1], 2]);
+  // --reconnect-tries: the watch gives up after that many reopenings in a row; each drop and
+  // return written once on stderr
+  assert.deepStrictEqual([gaveUp.code, gaveUp.out], [1, '']);
+  assert.match(gaveUp.err, /^error: UNAVAILABLE: the engine restarts/);
+  assert.strictEqual(back.code, 0, back.err);
+  assert.deepStrictEqual(back.err.split('\n').filter((line) => line.startsWith('connection')),
+    ['connection lost (UNAVAILABLE); reconnecting (up to 3 tries)', 'connection back (try 2)']);
   assert.deepStrictEqual(played.created[0].seats.map((seat) => seat.bot ? seat.bot.name : 'open'), ['open', 'greedy']);
   assert.deepStrictEqual([terminated.code, JSON.parse(terminated.out).status], [1, 'MATCH_STATUS_TERMINATED']);
   assert.deepStrictEqual([changed.code, changed.out], [1, '']);
