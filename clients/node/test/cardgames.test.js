@@ -1517,7 +1517,7 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
   };
   const pack = require('../cardgames').PACKS.klaberjass;
   const run = async ({ status = 'MATCH_STATUS_FINISHED', deck = pack, changed = false, commitments = 1, restored = false,
-    drops = 0, args = ['--quiet'] } = {}) => {
+    drops = 0, args = ['--quiet'], lost = 0 } = {}) => {
     const dealt = reveal(deck);
     const created = [];
     const submitted = [];
@@ -1532,7 +1532,13 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
       JoinMatch(call, callback) { callback(null, { match_id: 'm1', seat: 0, seat_token: 'tok' }); },
       SubmitAction(call, callback) {
         submitted.push([call.request.expected_seq, call.request.action]);
-        callback(null, { seq: 2 });
+        // its answers lost: the client's ten tries fail, though the first was applied
+        if (submitted.length <= lost) callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset' });
+        else callback(null, { seq: 2 });
+      },
+      GetView(call, callback) {
+        submitted.push('GetView');
+        callback(null, { view: view(2, 1) });
       },
       WatchMatch(call) {
         opened += 1;
@@ -1562,7 +1568,10 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
     const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
       (error, bound) => (error ? reject(error) : resolve(bound))));
     try {
-      const child = spawn(process.execPath, [path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`, '--bot', 'greedy', ...args]);
+      // as tests/clients/test_node_client.py's quick_retries: the client's own tries 0 ms apart
+      const quick = lost ? ['--require', path.join(preload, 'quick.js')] : [];
+      const child = spawn(process.execPath, [...quick, path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`,
+        '--bot', 'greedy', ...args]);
       let out = '';
       let err = '';
       child.stdout.on('data', (chunk) => { out += chunk; });
@@ -1573,10 +1582,21 @@ test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a T
       server.forceShutdown();
     }
   };
-  const [played, terminated, changed, missing, notThePack, restored, first, gaveUp, back] = await Promise.all([run(),
+  const preload = require('node:fs').mkdtempSync(path.join(require('node:os').tmpdir(), 'cardgames-quick-'));
+  require('node:fs').writeFileSync(path.join(preload, 'quick.js'), `const cardgames = require(${JSON.stringify(path.join(__dirname, '..', 'cardgames.js'))});
+const { Client } = cardgames;
+cardgames.Client = class extends Client { constructor(target, options = {}) { super(target, { backoffMs: () => 0, ...options }); } };
+`);
+  const [decidedAgain, played, terminated, changed, missing, notThePack, restored, first, gaveUp, back] = await Promise.all([run({ lost: 10 }), run(),
     run({ status: 'MATCH_STATUS_TERMINATED' }), run({ changed: true }), run({ commitments: 2 }), run({ deck: pack.slice(0, 31) }),
     run({ restored: true }), run({ args: ['--quiet', '--policy', 'first'] }),
-    run({ drops: 2, args: ['--quiet', '--reconnect-tries', '1'] }), run({ drops: 2, args: ['--reconnect-tries', '3'] })]);
+    run({ drops: 2, args: ['--quiet', '--reconnect-tries', '1'] }), run({ drops: 2, args: ['--reconnect-tries', '3'] })])
+    .finally(() => require('node:fs').rmSync(preload, { recursive: true }));
+  // a submit whose ten tries found no engine is decided again on the current view (GetView),
+  // which the lost submit moved on: it is not sent again on the old view (the README, --reconnect-tries)
+  assert.strictEqual(decidedAgain.code, 0, decidedAgain.err);
+  assert.deepStrictEqual(decidedAgain.submitted.slice(0, 11).map((call) => (call === 'GetView' ? call : call[0])),
+    [...Array(10).fill(1), 'GetView']);
   assert.strictEqual(played.code, 0, played.err);
   assert.deepStrictEqual(JSON.parse(played.out), { match_id: 'm1', game: 'klaberjass', status: 'MATCH_STATUS_FINISHED', seat: 0,
     winners: [0], outcome: 'win', actions: 1, deals_verified: 1 });
