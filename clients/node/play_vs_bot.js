@@ -47,14 +47,16 @@ const RECONNECT_TRIES = 30;
 
 /**
  * The error for an argument parseArgs does not know, naming a flag but never a value (as the
- * Python clients and the engine say it): a stray word, or the value of `--flag=VALUE`, may be
- * a secret pasted at the wrong place (a seat token), and the error line goes to a terminal or
+ * Python clients and the engine say it, engine_service/command_line.py's unrecognized): a
+ * stray word, the value of `--flag=VALUE`, or what follows the letter of `-xVALUE` (a short
+ * option's value may follow it directly), may be a secret pasted at the wrong place (a seat
+ * token, whose URL-safe base64 may start with '-'), and the error line goes to a terminal or
  * a CI log.
  */
 function unknownArgument(arg) {
   if (arg.startsWith('-') && arg !== '-') {
-    const at = arg.indexOf('=');
-    return at < 0 ? `unknown argument ${arg}` : `unknown argument ${arg.slice(0, at)} (its value not shown: it may hold a secret)`;
+    const name = arg.startsWith('--') ? arg.split('=')[0] : arg.slice(0, 2);
+    return name === arg ? `unknown argument ${arg}` : `unknown argument ${name} (its value not shown: it may hold a secret)`;
   }
   return 'unexpected value (not shown: it may hold a secret)';
 }

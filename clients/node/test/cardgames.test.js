@@ -87,6 +87,12 @@ test('an unknown argument is named without its value (as the Python clients)', (
     [['--bogus'], 'unknown argument --bogus'],
     [['--token=s3cret-seat-token'], 'unknown argument --token (its value not shown: it may hold a secret)'],
     [['--quiet', 's3cret-seat-token'], 'unexpected value (not shown: it may hold a secret)'],
+    // a seat token is URL-safe base64, which may start with '-': named by its first letter, as
+    // the Python clients name a short option whose value follows it (-xVALUE); it was shown whole
+    [['-Qs3cret-seat-token'], 'unknown argument -Q (its value not shown: it may hold a secret)'],
+    [['-Q=s3cret'], 'unknown argument -Q (its value not shown: it may hold a secret)'],
+    [['-x'], 'unknown argument -x'],
+    [['-'], 'unexpected value (not shown: it may hold a secret)'],
   ]) {
     assert.throws(() => parseArgs(argv), (error) => error.constructor.name === 'UsageError' && error.message === says);
   }
@@ -1017,4 +1023,601 @@ test('watch() reopens on the pending attempt once the channel connects, not afte
   }
   assert.deepStrictEqual(heard, [[RECONNECTING, 1, 'UNAVAILABLE', never], [RESUMED, 1, undefined, undefined]]);
   assert.deepStrictEqual(seen, [4, 4]);
+});
+
+test("a CardGamesError's message is the server's (grpc-js' details, not its message), and a code gRPC lacks is UNKNOWN", () => {
+  // grpc-js' own error.message repeats the code ("14 UNAVAILABLE: ..."): the message would say it twice
+  const error = toCardGamesError({ code: grpc.status.UNAVAILABLE, details: 'no connection',
+    message: '14 UNAVAILABLE: no connection', metadata: new grpc.Metadata() });
+  assert.strictEqual(error.message, 'UNAVAILABLE: no connection');
+  assert.strictEqual(toCardGamesError({ code: 99, details: 'odd', metadata: new grpc.Metadata() }).code, 'UNKNOWN');
+});
+
+test('the default backoffMs is a full jitter up to 100 ms * 2^attempt, 2 s at most (docs/api.md, as Python\'s RetryPolicy)', () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.close();
+  const random = Math.random;
+  try {
+    Math.random = () => 0.5;
+    assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 9].map((attempt) => client.backoffMs(attempt)), [50, 100, 200, 400, 800, 1000, 1000]);
+    Math.random = () => 0;
+    assert.strictEqual(client.backoffMs(3), 0);
+  } finally {
+    Math.random = random;
+  }
+});
+
+test('each try of a call has a deadline timeoutMs away', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9', { timeoutMs: 250 });
+  client.stub.close();
+  const left = [];
+  client.stub = {
+    ListGames(request, metadata, options, callback) {
+      left.push(options.deadline.getTime() - Date.now());
+      callback(null, { games: [] });
+    },
+  };
+  await client.listGames();
+  assert.ok(left[0] > 0 && left[0] <= 250, `${left}`);
+});
+
+test('tls, rootCertificates or serverName make a TLS channel; the channel options are docs/api.md\'s', () => {
+  // docs/api.md: keepalive every 30 s and the reconnect backoff capped at 1 s ("both libraries
+  // use these two values"); clients/cardgames_client.py: root_certificates or server_name
+  // implies TLS, "as in the Node client" (a name to verify on a plaintext channel was dropped)
+  const { Client, api } = require('../cardgames');
+  const Stub = api.CardGamesService;
+  const createSsl = grpc.credentials.createSsl;
+  const made = [];
+  api.CardGamesService = class extends Stub {
+    constructor(target, credentials, options) {
+      super(target, credentials, options);
+      made.push(options);
+    }
+  };
+  grpc.credentials.createSsl = (roots) => {
+    made.push({ roots });
+    return createSsl();
+  };
+  const pem = Buffer.from('-----BEGIN CERTIFICATE-----\n');
+  try {
+    for (const options of [{}, { tls: true }, { rootCertificates: pem }, { serverName: 'engine.test' }]) {
+      made.length = 0;
+      new Client('127.0.0.1:9', options).close();
+      const tls = Object.keys(options).length > 0;
+      assert.deepStrictEqual(made.slice(0, made.length - 1), tls ? [{ roots: options.rootCertificates || null }] : [], JSON.stringify(options));
+      const channel = made[made.length - 1];
+      assert.strictEqual(channel['grpc.keepalive_time_ms'], 30000);
+      assert.strictEqual(channel['grpc.max_reconnect_backoff_ms'], 1000);
+      assert.strictEqual(channel['grpc.ssl_target_name_override'], options.serverName);
+    }
+  } finally {
+    api.CardGamesService = Stub;
+    grpc.credentials.createSsl = createSsl;
+  }
+});
+
+test('calls send the seat token as "authorization: Bearer" and their arguments; the lobby page its token', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const sent = [];
+  const answer = (method, reply) => (request, metadata, options, callback) => {
+    sent.push([method, request, metadata.get('authorization')]);
+    callback(null, reply);
+  };
+  client.stub = {
+    ListBots: answer('ListBots', { bots: [] }),
+    RevealDeals: answer('RevealDeals', {}),
+    GetView: answer('GetView', { view: { seq: 1 } }),
+    LeaveMatch: answer('LeaveMatch', { match: { match_id: 'm1' } }),
+    ListOpenMatches: answer('ListOpenMatches', { matches: [{ match_id: 'm2' }], next_page_token: 'next' }),
+  };
+  const seat = new Seat(client, 'm1', 0, 'tok');
+  await client.listBots('jojotte');
+  assert.deepStrictEqual(await client.revealDeals('m1', 'tok'), []);
+  await client.revealDeals('m1');
+  await seat.view();
+  await seat.leave(true);
+  assert.deepStrictEqual(await client.listOpenMatchesPage('jojotte', 5, 'page2'), { matches: [{ match_id: 'm2' }], nextPageToken: 'next' });
+  assert.deepStrictEqual(sent, [
+    ['ListBots', { game: 'jojotte' }, []],
+    ['RevealDeals', { match_id: 'm1' }, ['Bearer tok']],
+    ['RevealDeals', { match_id: 'm1' }, []], // a spectator's
+    ['GetView', { match_id: 'm1' }, ['Bearer tok']],
+    ['LeaveMatch', { match_id: 'm1', resign: true }, ['Bearer tok']],
+    ['ListOpenMatches', { game: 'jojotte', limit: 5, page_token: 'page2' }, []],
+  ]);
+});
+
+test('createMatch sends turnTimeS as a Duration, fractions included (Klaberjass, Jo-Jotte), and listed; a seat 0 answer is seat 0', async () => {
+  // docs/api.md, CreateMatch: "Klaberjass and Jo-Jotte take fractions of a second"
+  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
+  await client.createMatch('jojotte', { turnTimeS: 12.5, listed: true, seats: [null, 'random'] });
+  await client.createMatch('jojotte');
+  assert.deepStrictEqual([requests[0].turn_time, requests[0].listed, requests[0].seats],
+    [{ seconds: 12, nanos: 500000000 }, true, [{ open: {} }, { bot: { name: 'random' } }]]);
+  assert.deepStrictEqual([requests[1].turn_time, requests[1].listed], [undefined, false]);
+  // proto3 sends no zero: the answer of a join that took seat 0 has no `seat`
+  const joined = recordingClient('JoinMatch', { match_id: 'm1', seat_token: 't' });
+  assert.strictEqual((await joined.client.join('m1', { seat: 0 })).seat, 0);
+  await joined.client.join('m1');
+  assert.deepStrictEqual(joined.requests.map((request) => request.seat), [0, undefined]); // seat 0 asked for, then any
+});
+
+test('act() sends expected_seq 0 for a view at seq 0, skips an ended view, reads the view an ABORTED lacks, gives up after 6 stale views (as Python)', async () => {
+  const { Seat } = require('../cardgames');
+  const sent = [];
+  let answers = [];
+  const client = {
+    call: async (method, request) => {
+      sent.push([method, request.expected_seq]);
+      const answer = answers.shift();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  };
+  const seat = new Seat(client, 'm1', 0, 't');
+  const stale = (view) => new CardGamesError('ABORTED', 'stale', 'STALE_SEQUENCE', {}, view);
+  // seq 0 comes as no seq at all (defaults: false): expected_seq 0 all the same, never none
+  answers = [{ seq: 1 }];
+  assert.deepStrictEqual(await seat.act(() => 'bid:pass', { to_act: 0, over: false }), { seq: 1 });
+  // over: no turn to play
+  assert.strictEqual(await seat.act(() => assert.fail('no decision'), { seq: 5, to_act: 0, over: true }), null);
+  // an ABORTED that carries no view: the view is read, and it is another seat's turn
+  answers = [stale(undefined), { view: { seq: 8, to_act: 1 } }];
+  assert.strictEqual(await seat.act(() => 'play:AS', { seq: 5, to_act: 0 }), null);
+  assert.deepStrictEqual(sent, [['SubmitAction', 0], ['SubmitAction', 5], ['GetView', undefined]]);
+  // stale six times in a row, as its error says (Python: max_stale 5, six tries)
+  sent.length = 0;
+  answers = Array.from({ length: 7 }, (_, i) => stale({ seq: 10 + i, to_act: 0, over: false }));
+  await assert.rejects(seat.act(() => 'play:AS', { seq: 9, to_act: 0 }),
+    (error) => error.code === 'ABORTED' && error.reason === 'STALE_SEQUENCE' && /six times/.test(error.message) && error.view.seq === 15);
+  assert.deepStrictEqual(sent.map(([, seq]) => seq), [9, 10, 11, 12, 13, 14]);
+});
+
+test('watch(0) opens with after_seq 0; a drop on the started view at seq 0 reopens with after_seq 0; CANCELLED and DEADLINE_EXCEEDED are drops', async () => {
+  // docs/api.md, "Reconnecting without losing anything": a stream failed with UNAVAILABLE,
+  // DEADLINE_EXCEEDED or CANCELLED is dropped; after_seq 0 on a started match with no action
+  // yet begins with its SNAPSHOT at seq 0, so reopened without it the snapshot came twice
+  const { Client, Seat } = require('../cardgames');
+  const failure = (code) => ({ code: grpc.status[code], details: 'gone', metadata: new grpc.Metadata() });
+  const stream = (events, error) => ({
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  });
+  const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
+  const fake = (scripts) => {
+    const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+    client.stub.close();
+    const opened = [];
+    client.stub = {
+      WatchMatch(request) {
+        opened.push(request.after_seq);
+        // past the script, or reopened without after_seq: a SNAPSHOT, then an error that ends the watch
+        if (opened.length > scripts.length || (request.after_seq === undefined && opened.length > 1)) {
+          return stream([{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }], failure('NOT_FOUND'));
+        }
+        return stream(...scripts[opened.length - 1]);
+      },
+    };
+    return { client, opened };
+  };
+  const watched = fake([
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }], failure('CANCELLED')],
+    [[{ kind: 'EVENT_KIND_ACTION', seq: 1, view: active(1) }], failure('DEADLINE_EXCEEDED')],
+    [[{ kind: 'EVENT_KIND_ACTION', seq: 2, view: active(2) }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 2 }]],
+  ]);
+  const seen = [];
+  for await (const event of new Seat(watched.client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
+  assert.deepStrictEqual(watched.opened, [undefined, 0, 1]);
+  assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 0], ['EVENT_KIND_ACTION', 1], ['EVENT_KIND_ACTION', 2], ['EVENT_KIND_MATCH_ENDED', 2]]);
+  // the first stream opens as asked: watch(0) replays every action from the start
+  const fromStart = fake([[[{ kind: 'EVENT_KIND_MATCH_ENDED', seq: 3 }]]]);
+  for await (const event of new Seat(fromStart.client, 'm1', 0, 't').watch(0)) assert.strictEqual(event.seq, 3);
+  assert.deepStrictEqual(fromStart.opened, [0]);
+});
+
+test('watch() reopens a stream the server ended before the match did, and ends with a TERMINATED match; a failed GetMatch is thrown', async () => {
+  // docs/api.md: 'reconnecting' comes before every reopening after a drop "or a stream the
+  // server ended cleanly (none)"; a GetMatch failing INTERNAL is no broken stream to reopen
+  // (and no 'gave_up': reconnecting cannot fix it)
+  const { Client, Seat, RECONNECTING } = require('../cardgames');
+  const fake = (statuses) => {
+    const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+    client.stub.close();
+    const opened = [];
+    client.stub = {
+      WatchMatch(request) {
+        opened.push(request.after_seq);
+        const events = opened.length === 1 ? [{ kind: 'EVENT_KIND_ACTION', seq: 5, view: { seq: 5, status: 'MATCH_STATUS_ACTIVE' } }] : [];
+        return { cancel() {}, async* [Symbol.asyncIterator]() { yield* events; } };
+      },
+      GetMatch(request, metadata, options, callback) {
+        const status = statuses.shift();
+        if (status === undefined) callback({ code: grpc.status.NOT_FOUND, details: 'asked once too often', metadata: new grpc.Metadata() });
+        else if (status === 'INTERNAL') callback({ code: grpc.status.INTERNAL, details: 'boom', metadata: new grpc.Metadata() });
+        else callback(null, { match: { match_id: 'm1', status } });
+      },
+    };
+    return { client, opened };
+  };
+  const ended = fake(['MATCH_STATUS_ACTIVE', 'MATCH_STATUS_TERMINATED']);
+  const heard = [];
+  const onConnection = (c) => heard.push([c.state, c.attempt, c.error]);
+  const seen = [];
+  for await (const event of new Seat(ended.client, 'm1', 0, 't').watch(4, { onConnection })) seen.push(event.seq);
+  assert.deepStrictEqual([seen, ended.opened, heard], [[5], [4, 5], [[RECONNECTING, 1, undefined]]]);
+
+  const failed = fake(['INTERNAL']);
+  heard.length = 0;
+  await assert.rejects((async () => {
+    for await (const event of new Seat(failed.client, 'm1', 0, 't').watch(4, { onConnection })) assert.strictEqual(event.seq, 5);
+  })(), (error) => error instanceof CardGamesError && error.code === 'INTERNAL');
+  assert.deepStrictEqual([failed.opened, heard], [[4], []]);
+});
+
+test("watch(): the caller's own time between events is no silence (docs: only the waits for the next message count)", async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+  client.stub.close();
+  let opened = 0;
+  client.stub = {
+    WatchMatch() {
+      opened += 1;
+      let cancelled = false;
+      const events = [{ kind: 'EVENT_KIND_ACTION', seq: 5 }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 5 }];
+      return {
+        cancel() { cancelled = true; },
+        async* [Symbol.asyncIterator]() {
+          for (const e of events) {
+            if (cancelled) throw { code: grpc.status.CANCELLED, details: 'Cancelled on client', metadata: new grpc.Metadata() };
+            yield e;
+          }
+        },
+      };
+    },
+  };
+  const heard = [];
+  for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { silenceTimeoutMs: 100, onConnection: (c) => heard.push(c.state) })) {
+    if (event.kind === 'EVENT_KIND_ACTION') await sleep(300); // the caller decides, slowly
+  }
+  assert.deepStrictEqual([opened, heard], [1, []]);
+});
+
+test('pause() waits the whole delay when the channel is connected already', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.close();
+  client.channel = { getConnectivityState: () => grpc.connectivityState.READY };
+  const started = Date.now();
+  await client.pause(80, new CardGamesError('UNAVAILABLE', 'gone', '', {}));
+  assert.ok(Date.now() - started >= 75, `${Date.now() - started} ms`);
+});
+
+test('a rate limit\'s delay of 30 s is waited, one over 30 s is thrown at once (docs/api.md, "Rate limits")', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const waits = [];
+  const realSetTimeout = global.setTimeout;
+  // the library's own waits are recorded, and cut short: no test waits 30 s (grpc-js' timers,
+  // of channels that earlier tests closed, run as they are)
+  global.setTimeout = (callback, ms, ...rest) => {
+    if (!/cardgames\.js:/.test(new Error().stack.split('\n')[2])) return realSetTimeout(callback, ms, ...rest);
+    waits.push(ms);
+    return realSetTimeout(callback, 0, ...rest);
+  };
+  try {
+    for (const [seconds, nanos, tries, waited] of [[30, 0, 2, [30000]], [30, 1000000, 1, []]]) {
+      const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+      client.stub.close();
+      let calls = 0;
+      client.stub = {
+        GetView(request, metadata, options, callback) {
+          calls += 1;
+          if (calls === 1) {
+            callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(seconds, nanos) });
+          } else callback(null, { view: { seq: 2 } });
+        },
+      };
+      waits.length = 0;
+      const view = new Seat(client, 'm1', 0, 't').view();
+      if (tries === 2) assert.strictEqual((await view).seq, 2);
+      else await assert.rejects(view, (error) => error.reason === 'RATE_LIMITED' && error.retryDelayMs === 30001);
+      assert.deepStrictEqual([calls, waits], [tries, waited], `${seconds} s ${nanos} ns`);
+    }
+  } finally {
+    global.setTimeout = realSetTimeout;
+  }
+});
+
+test('verifyDeal checks the form docs/api.md gives ("Fair dealing"): no card or hidden hash twice, each position a card and salt or a hash', () => {
+  const { verifyDeal, PACKS } = require('../cardgames');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const pack = PACKS.klaberjass;
+  // a deck committed card by card, the first `shown` positions shown
+  const committed = (deck, shown, salts = deck.map((_, i) => sha256(`salt ${i}`).slice(0, 32))) => {
+    const hashes = deck.map((card, i) => sha256(`${salts[i]}:${card}`));
+    return {
+      commitment: sha256(hashes.join(',')),
+      cards: deck.map((c, i) => (i < shown ? c : '')),
+      card_salts: salts.map((s, i) => (i < shown ? s : '')),
+      card_hashes: hashes.map((h, i) => (i < shown ? '' : h)),
+      salts,
+      hashes,
+    };
+  };
+  const genuine = committed(pack, 20);
+  assert.strictEqual(verifyDeal(genuine), true, 'checked against its own commitment when none is given');
+  // no commitment (a deal recorded before commitments existed: proto3 sends no empty string)
+  assert.strictEqual(verifyDeal({ ...genuine, commitment: undefined }), false);
+  // a card shown twice opens its commitment, yet is no deck
+  const twice = [...pack];
+  twice[1] = twice[0];
+  assert.strictEqual(verifyDeal(committed(twice, 20)), false, 'a card shown twice');
+  // two hidden positions with one hash: one salt twice (for the same card)
+  const salts = pack.map((_, i) => sha256(`salt ${i}`).slice(0, 32));
+  salts[26] = salts[25];
+  const sameHidden = [...pack];
+  sameHidden[26] = sameHidden[25];
+  assert.strictEqual(verifyDeal(committed(sameHidden, 20, salts)), false, 'a hidden hash twice');
+  // a shown position with its hash too, and a hidden one with its salt too
+  const withHash = { ...genuine, card_hashes: genuine.card_hashes.map((h, i) => (i === 0 ? genuine.hashes[0] : h)) };
+  assert.strictEqual(verifyDeal(withHash), false, 'a card, its salt and a hash');
+  const withSalt = { ...genuine, card_salts: genuine.card_salts.map((s, i) => (i === 25 ? genuine.salts[25] : s)) };
+  assert.strictEqual(verifyDeal(withSalt), false, 'no card, a salt and a hash');
+  // every card shown: the hashes are still one per position ('')
+  const open = committed(pack, 32);
+  assert.strictEqual(verifyDeal(open, open.commitment, { pack }), true);
+  assert.strictEqual(verifyDeal({ ...open, card_hashes: [] }, open.commitment, { pack }), false, 'lists of unequal length');
+});
+
+test('PACKS: Klaberjass and Jo-Jotte 32 cards (KL-1.1, JJ-1.1), the Jokers 36 with X1, X2 for 6S, 6C (GJ-1.1, JJK-1.1)', () => {
+  const { PACKS } = require('../cardgames');
+  const ranks = (pack) => new Set(pack.map((card) => card[0]));
+  for (const game of ['klaberjass', 'jojotte']) {
+    assert.deepStrictEqual([PACKS[game].length, new Set(PACKS[game]).size, [...ranks(PACKS[game])].sort().join('')],
+      [32, 32, '789AJKQT'], game);
+  }
+  for (const game of ['georgian_joker', 'japanese_joker']) {
+    const pack = new Set(PACKS[game]);
+    assert.strictEqual(pack.size, 36, game);
+    assert.deepStrictEqual(['6S', '6C', '6H', '6D', 'X1', 'X2'].map((card) => pack.has(card)), [false, false, true, true, true, true], game);
+  }
+});
+
+test('watch() with maxFailures 0 gives up at the first drop, reopening nothing', async () => {
+  // its RangeError says "0 or more": 0 is a limit, not a mistake
+  const { Client, Seat, GAVE_UP } = require('../cardgames');
+  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+  client.stub.close();
+  let opened = 0;
+  client.stub = {
+    WatchMatch() {
+      opened += 1;
+      return { cancel() {}, async* [Symbol.asyncIterator]() { throw { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() }; } };
+    },
+  };
+  const heard = [];
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { maxFailures: 0, onConnection: (c) => heard.push([c.state, c.attempt]) })) {
+      assert.fail(`no event: ${event.kind}`);
+    }
+  })(), (error) => error.code === 'UNAVAILABLE');
+  assert.deepStrictEqual([opened, heard], [1, [[GAVE_UP, 0]]]);
+});
+
+test("play_vs_bot.js takes every gRPC scheme Python's _target_problem takes, in any case; a switch takes no value, a flag needs one", () => {
+  // clients/cardgames_client.py, _GRPC_SCHEMES: no port follows a scheme (host.lower())
+  for (const scheme of ['dns', 'unix', 'unix-abstract', 'ipv4', 'ipv6', 'vsock', 'xds', 'google-c2p', 'DNS', 'Unix']) {
+    assert.strictEqual(parseArgs(['--target', `${scheme}:engine`]).target, `${scheme}:engine`);
+  }
+  // --tls=false turned TLS on, its value dropped
+  assert.throws(() => parseArgs(['--tls=false']), (error) => error.constructor.name === 'UsageError'
+    && error.message === '--tls takes no value (not shown: it may hold a secret)');
+  for (const flag of ['--game', '--ca', '--reconnect-tries']) {
+    assert.throws(() => parseArgs(['--quiet', flag]), (error) => error.constructor.name === 'UsageError' && error.message === `${flag} needs a value`);
+  }
+});
+
+test('a --ca file of 1 MiB is read (larger is refused, as Python\'s read_bounded); every PEM block must be a certificate; --option needs a name', () => {
+  const { readRootCertificates } = require('../play_vs_bot');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  // a self-signed EC certificate for engine.test (openssl req -x509), only parsed here
+  const certificate = [
+  '-----BEGIN CERTIFICATE-----',
+  'MIIBhDCCASmgAwIBAgIUKZZa7Pe6fwWeIXPB1WN7NhCA8r8wCgYIKoZIzj0EAwIw',
+  'FjEUMBIGA1UEAwwLZW5naW5lLnRlc3QwIBcNMjYxMjA3MDcyNDIzWhgPMjEyNjEx',
+  'MTMwNzI0MjNaMBYxFDASBgNVBAMMC2VuZ2luZS50ZXN0MFkwEwYHKoZIzj0CAQYI',
+  'KoZIzj0DAQcDQgAEtfaMLt3YhnlIy1Efi0xznuUcXkWlWV3GgOnaEmjV3KCZ7ocu',
+  'qaO1ukIm1w2mLagyBf5Nh6TrULr6wiPEWmKah6NTMFEwHQYDVR0OBBYEFOzy5vLq',
+  'GfgVNBLY1jCeuLIFIUCwMB8GA1UdIwQYMBaAFOzy5vLqGfgVNBLY1jCeuLIFIUCw',
+  'MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAJbdLqfVe8D0G44g',
+  '7yIgvFkgKodko5PfIWhh+cTDqtV0AiEA8/e94gJyF3xoKtMRn7BX52GjzaxsgPmI',
+  'tjWBydFxQWg=',
+  '-----END CERTIFICATE-----',
+  ].join('\n') + '\n';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cardgames-ca-'));
+  try {
+    const file = (name, content) => {
+      fs.writeFileSync(path.join(dir, name), content);
+      return path.join(dir, name);
+    };
+    const good = file('good.pem', certificate);
+    assert.strictEqual(readRootCertificates(good).toString(), certificate);
+    // at most 1 MiB is read: a file of exactly 1 MiB is read (and refused for what it holds)
+    const limit = file('limit.pem', '');
+    fs.truncateSync(limit, 1024 * 1024); // sparse: no disk written
+    // one certificate and a broken block: as Python's ssl module, the file is refused
+    const mixed = file('mixed.pem', `${certificate}-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n`);
+    for (const where of [limit, mixed]) {
+      assert.throws(() => readRootCertificates(where), (error) => error.constructor.name === 'UsageError'
+        && error.message === `the CA file ${where} holds no usable PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
+  for (const option of ['=300', 'kl_target_score']) {
+    assert.throws(() => parseArgs(['--option', option]), (error) => error.constructor.name === 'UsageError' && error.message === '--option wants name=value');
+  }
+});
+
+test('watch() cancels its stream when the caller stops early, and its silence limit ends with the stream', async () => {
+  // an async iterator left with break is told so (return()): the stream it holds open would
+  // keep one of the seat's streams (--max-streams-per-seat, docs/api.md MAX_SEAT_STREAMS)
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
+  client.stub.close();
+  const opened = [];
+  let getMatchAfterMs = 0;
+  client.stub = {
+    WatchMatch(request) {
+      if (getMatchAfterMs && opened.length) throw new Error('reopened'); // fails the test at once
+      const stream = { cancelled: false, request };
+      opened.push(stream);
+      const events = request.after_seq === 3 ? [{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_ACTION', seq: 5 }] : [];
+      return Object.assign(stream, { cancel() { stream.cancelled = true; }, async* [Symbol.asyncIterator]() { yield* events; } });
+    },
+    GetMatch(request, metadata, options, callback) {
+      setTimeout(() => callback({ code: grpc.status.NOT_FOUND, details: 'no such match', metadata: new grpc.Metadata() }), getMatchAfterMs);
+    },
+  };
+  for await (const event of new Seat(client, 'm1', 0, 't').watch(3)) {
+    assert.strictEqual(event.seq, 4);
+    break;
+  }
+  assert.deepStrictEqual(opened.map((s) => s.cancelled), [true]);
+  // a stream ended by the server: no silence is counted while GetMatch says how the match stands
+  opened.length = 0;
+  getMatchAfterMs = 200;
+  const heard = [];
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(7, { silenceTimeoutMs: 50, onConnection: (c) => heard.push(c.state) })) {
+      assert.fail(`no event: ${event.kind}`);
+    }
+  })(), (error) => error.code === 'NOT_FOUND');
+  assert.deepStrictEqual([opened.length, heard], [1, []]);
+});
+
+test('play_vs_bot.js against a fake engine: its JSON line, exit status 1 for a TERMINATED match, every deal\'s commitment checked', async () => {
+  // the program's own checks (its header): exit status 0 only when the match FINISHED; a
+  // deal's commitment that changed while it was played, a reveal missing for a published
+  // commitment, or a deck that is no pack of the game (docs/api.md, "Fair dealing") is an error
+  const { api } = require('../cardgames');
+  const { spawn } = require('node:child_process');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const reveal = (deck) => {
+    const salts = deck.map((_, i) => sha256(`salt ${i}`).slice(0, 32));
+    const hashes = deck.map((card, i) => sha256(`${salts[i]}:${card}`));
+    return { deal: 0, commitment: sha256(hashes.join(',')), cards: deck, card_salts: salts, card_hashes: deck.map(() => '') };
+  };
+  const pack = require('../cardgames').PACKS.klaberjass;
+  const run = async ({ status = 'MATCH_STATUS_FINISHED', deck = pack, changed = false, commitments = 1, restored = false,
+    drops = 0, args = ['--quiet'], lost = 0 } = {}) => {
+    const dealt = reveal(deck);
+    const created = [];
+    const submitted = [];
+    const view = (seq, toAct, commitment = dealt.commitment) => ({ match_id: 'm1', seq, status: 'MATCH_STATUS_ACTIVE', to_act: toAct,
+      legal_actions: ['pass', 'clubs', 'diamonds', 'hearts', 'spades', 'no', 'all', 'x'].map((notation) => ({ notation })),
+      deal_commitment: commitment });
+    let opened = 0;
+    const server = new grpc.Server();
+    server.addService(api.CardGamesService.service, {
+      ListGames(call, callback) { callback(null, { games: [{ id: 'klaberjass', name: 'Klaberjass', num_seats: 2 }] }); },
+      CreateMatch(call, callback) { created.push(call.request); callback(null, { match: { match_id: 'm1' } }); },
+      JoinMatch(call, callback) { callback(null, { match_id: 'm1', seat: 0, seat_token: 'tok' }); },
+      SubmitAction(call, callback) {
+        submitted.push([call.request.expected_seq, call.request.action]);
+        // its answers lost: the client's ten tries fail, though the first was applied
+        if (submitted.length <= lost) callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset' });
+        else callback(null, { seq: 2 });
+      },
+      GetView(call, callback) {
+        submitted.push('GetView');
+        callback(null, { view: view(2, 1) });
+      },
+      WatchMatch(call) {
+        opened += 1;
+        if (opened <= drops) {
+          call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'the engine restarts' });
+          return;
+        }
+        call.write({ kind: 'EVENT_KIND_SNAPSHOT', view: view(0, 1) });
+        call.write({ kind: 'EVENT_KIND_ACTION', seq: 1, seat: 1, by: 'ACTOR_BOT', action: { notation: 'pass' },
+          view: view(1, 0, changed ? sha256('another deck') : dealt.commitment) });
+        // queued while the seat decided: its view is older than the seat's own action (seq 2),
+        // to be skipped, not acted on (docs/api.md, "Deciding on fresh information")
+        call.write({ kind: 'EVENT_KIND_PRESENCE', seat: 1, view: view(1, 0) });
+        call.write({ kind: 'EVENT_KIND_ACTION', seq: 2, seat: 0, by: 'ACTOR_PLAYER', action: { notation: 'pass' }, view: view(2, 1) });
+        // the operator restored a backup taken before the seat's action: the match stands at seq 1 again
+        if (restored) call.write({ kind: 'EVENT_KIND_SNAPSHOT', seq: 1, view: view(1, 0) });
+        call.write({ kind: 'EVENT_KIND_MATCH_ENDED', seq: 2 });
+        call.end();
+      },
+      GetMatch(call, callback) {
+        callback(null, { match: { match_id: 'm1', game: 'klaberjass', status,
+          deal_commitments: Array(commitments).fill(dealt.commitment),
+          result: { fields: { outcome: { stringValue: 'win' }, winners: { listValue: { values: [{ numberValue: 0 }] } } } } } });
+      },
+      RevealDeals(call, callback) { callback(null, { deals: [dealt] }); },
+    });
+    const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound))));
+    try {
+      // as tests/clients/test_node_client.py's quick_retries: the client's own tries 0 ms apart
+      const quick = lost ? ['--require', path.join(preload, 'quick.js')] : [];
+      const child = spawn(process.execPath, [...quick, path.join(__dirname, '..', 'play_vs_bot.js'), '--target', `127.0.0.1:${port}`,
+        '--bot', 'greedy', ...args]);
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (chunk) => { out += chunk; });
+      child.stderr.on('data', (chunk) => { err += chunk; });
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      return { code, out, err, created, submitted };
+    } finally {
+      server.forceShutdown();
+    }
+  };
+  const preload = require('node:fs').mkdtempSync(path.join(require('node:os').tmpdir(), 'cardgames-quick-'));
+  require('node:fs').writeFileSync(path.join(preload, 'quick.js'), `const cardgames = require(${JSON.stringify(path.join(__dirname, '..', 'cardgames.js'))});
+const { Client } = cardgames;
+cardgames.Client = class extends Client { constructor(target, options = {}) { super(target, { backoffMs: () => 0, ...options }); } };
+`);
+  const [decidedAgain, played, terminated, changed, missing, notThePack, restored, first, gaveUp, back] = await Promise.all([run({ lost: 10 }), run(),
+    run({ status: 'MATCH_STATUS_TERMINATED' }), run({ changed: true }), run({ commitments: 2 }), run({ deck: pack.slice(0, 31) }),
+    run({ restored: true }), run({ args: ['--quiet', '--policy', 'first'] }),
+    run({ drops: 2, args: ['--quiet', '--reconnect-tries', '1'] }), run({ drops: 2, args: ['--reconnect-tries', '3'] })])
+    .finally(() => require('node:fs').rmSync(preload, { recursive: true }));
+  // a submit whose ten tries found no engine is decided again on the current view (GetView),
+  // which the lost submit moved on: it is not sent again on the old view (the README, --reconnect-tries)
+  assert.strictEqual(decidedAgain.code, 0, decidedAgain.err);
+  assert.deepStrictEqual(decidedAgain.submitted.slice(0, 11).map((call) => (call === 'GetView' ? call : call[0])),
+    [...Array(10).fill(1), 'GetView']);
+  assert.strictEqual(played.code, 0, played.err);
+  assert.deepStrictEqual(JSON.parse(played.out), { match_id: 'm1', game: 'klaberjass', status: 'MATCH_STATUS_FINISHED', seat: 0,
+    winners: [0], outcome: 'win', actions: 1, deals_verified: 1 });
+  assert.strictEqual(played.err, ''); // --quiet
+  assert.deepStrictEqual(played.submitted.map(([seq]) => seq), [1]);
+  assert.deepStrictEqual(first.submitted, [[1, 'pass']]); // --policy first: the first legal action (--seed 1 takes 'no')
+  // the seat acts again on the match as restored, at seq 1
+  assert.deepStrictEqual([restored.code, restored.submitted.map(([seq]) => seq), JSON.parse(restored.out).actions], [0, [1, 1], 2]);
+  // --reconnect-tries: the watch gives up after that many reopenings in a row; each drop and
+  // return written once on stderr
+  assert.deepStrictEqual([gaveUp.code, gaveUp.out], [1, '']);
+  assert.match(gaveUp.err, /^error: UNAVAILABLE: the engine restarts/);
+  assert.strictEqual(back.code, 0, back.err);
+  assert.deepStrictEqual(back.err.split('\n').filter((line) => line.startsWith('connection')),
+    ['connection lost (UNAVAILABLE); reconnecting (up to 3 tries)', 'connection back (try 2)']);
+  assert.deepStrictEqual(played.created[0].seats.map((seat) => seat.bot ? seat.bot.name : 'open'), ['open', 'greedy']);
+  assert.deepStrictEqual([terminated.code, JSON.parse(terminated.out).status], [1, 'MATCH_STATUS_TERMINATED']);
+  assert.deepStrictEqual([changed.code, changed.out], [1, '']);
+  assert.match(changed.err, /^error: deal 0: the commitment changed during the match/);
+  for (const failed of [missing, notThePack]) {
+    assert.deepStrictEqual([failed.code, failed.out], [1, '']);
+    assert.match(failed.err, /^error: the revealed decks do not match their commitments/);
+  }
 });
