@@ -435,7 +435,27 @@ def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows
         assert "the stored log does not replay" in text and "_fail_with" in text, name
         assert secret not in text, name
         assert ("\x1b[" in text) is (name == "terminal"), name
+        traceback = text.split("\n", 1)[1]  # the lines after the event's own
+        assert ("\x1b[" in traceback) is (name == "terminal"), name
         assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
+
+
+def test_auto_is_json_on_a_stream_that_cannot_say_it_is_a_terminal():
+    """``fmt="auto"`` picks ``console`` when the stream is a terminal, ``json`` otherwise
+    (configure_logging): a stream without ``isatty`` (a bare writer object) is no terminal."""
+    class Writer:
+        def __init__(self):
+            self.text = ""
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    with configured_logging("auto", "info", Writer()) as stream:
+        structlog.get_logger("cardgames.rpc").info("rpc", code="OK")
+    assert json.loads(stream.text)["event"] == "rpc"
 
 
 def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypatch):
