@@ -90,6 +90,44 @@ def test_every_metric_row_gives_the_type_and_labels_the_engine_exports():
         assert not labels & {"match_id", "match", "seat", "seat_token", "token", "player", "name"}, family
 
 
+#: The closed label sets the metrics table names, value by value (a row's `meaning` column).
+CLOSED_SETS = {
+    ("cardgames_matches_active", "status"): {"waiting", "active"},
+    ("cardgames_matches_finished_total", "outcome"): {"completed", "resigned", "forfeit", "abandoned",
+                                                      "terminated"},
+    ("cardgames_actions_total", "by"): {"player", "bot", "auto"},
+    ("cardgames_actions_total", "result"): {"accepted", "duplicate", "stale"},
+    ("cardgames_watchers", "audience"): {"seat", "spectator", "admin"},
+    ("cardgames_presence_changes_total", "change"): {"joined", "connected", "disconnected", "bot_took_over",
+                                                     "returned", "left"},
+    ("cardgames_auto_moves_total", "reason"): {"timeout", "bot_failed", "takeover", "abandoned"},
+    ("cardgames_grace_expired_total", "policy"): {"forfeit", "bot_takeover", "abandoned"},
+    ("cardgames_bot_failures_total", "reason"): {"timeout", "exception", "illegal", "crash", "unknown_bot"},
+    ("cardgames_bot_worker_restarts_total", "reason"): {"timeout", "crash"},
+}
+
+
+def test_the_closed_label_sets_at_0_are_the_values_the_metrics_table_names():
+    """docs/operations.md, Metrics: "The series of the closed label sets exist at 0 from the
+    start", for every installed game and bot "its outcomes, changes, reasons and policies
+    (listed below)": each set the engine creates at 0 is the one its row lists. A value left
+    out of its set (metrics.py's OUTCOMES, ACTORS, PRESENCE_CHANGES...) had no series until
+    its first use, so the first ``terminated`` match or ``crash`` of a bot worker was no
+    ``increase()``, and the test that checks the series at 0 iterates over the same tuples."""
+    from engine_service.observability.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.declare(games=["klaberjass"], bots=["random"])
+    samples = [s for family in metrics.registry.collect() for s in family.samples]
+    for (name, label), values in CLOSED_SETS.items():
+        declared = {s.labels[label] for s in samples if s.name == name and s.value == 0}
+        assert declared == values, (name, label, declared ^ values)
+        (row,) = [r for r in DOC.splitlines() if r.startswith(f"| `{name}`")]
+        meaning = row.split("|")[4]
+        missing = sorted(v for v in values if not re.search(rf"\b{v}\b", meaning))
+        assert not missing, (name, missing)
+
+
 def test_the_standard_process_and_python_gc_metrics_the_section_names_are_exported():
     """"Plus the standard `process_*` (CPU, resident memory, open files) and `python_gc_*`
     metrics": the open-files gauges feed an alert, the start time the long-GC-pauses one."""

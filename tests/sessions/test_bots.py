@@ -550,3 +550,27 @@ def test_the_bot_hosts_lines_name_the_match_and_seat_of_the_decision():
     lines = [e for e in entries if e["event"] == "bot_decision_failed"][:2]
     assert [by for _, by in moves] == ["bot", "bot"]
     assert [(e.get("match_id"), e.get("seat")) for e in lines] == [(match_id, seat) for seat, _ in moves]
+
+
+def test_a_refused_bot_move_is_logged_without_what_the_rules_said_of_the_hand(monkeypatch):
+    """As a timed-out move's (test_time): a bot's move that the rules refuse when it is written
+    (an inconsistency, tried again later: MatchClock._retry_later) is logged
+    ``bot_move_failed`` with the error's type and reason only, never the rules' message,
+    which is written for the seat ("KC is not in your hand": a card of its hand in the
+    operator's log, docs/operations.md, Logs)."""
+    from engine_service.rules.errors import IllegalAction
+    from engine_service.sessions.writer import MatchWriter
+
+    async def refuse(self, m, seat, action, **kwargs):
+        raise IllegalAction("play:KC: KC is not in your hand", action="play:KC")
+
+    monkeypatch.setattr(MatchWriter, "apply", refuse)
+    with capture_logs_with_context() as logs:
+        async def go():
+            async with manager(config(), host=ScriptedHost("legal")) as mgr:
+                await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "scripted")] * 2))
+                await until(lambda: any(e["event"] == "bot_move_failed" for e in logs), timeout=30)
+        run(go())
+    failed = [e for e in logs if e["event"] == "bot_move_failed"]
+    assert failed[0]["error_type"] == "IllegalAction" and "ILLEGAL_ACTION" in failed[0]["error"]
+    assert "KC" not in repr(failed), failed

@@ -149,6 +149,8 @@ def test_spectator_and_admin_cannot_act():
 # ---- sequence numbers and idempotency -----------------------------------------------------------
 
 def test_stale_expected_seq_is_aborted_with_the_current_view():
+    """(And counted: docs/operations.md, ``cardgames_actions_total{result="stale"}``, which
+    CardgamesActionsRejected counts among the rejected actions, under the match's game.)"""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, GAME)
@@ -161,6 +163,8 @@ def test_stale_expected_seq_is_aborted_with_the_current_view():
             assert info.value.current.seat == seat2
             assert info.value.current.view == env2.view
             assert (await mgr.get_match(match_id)).seq == 1
+            assert mgr.metrics.value("cardgames_actions_total",
+                                     {"game": GAME, "by": "player", "result": "stale"}) == 1
             # expected_seq None skips the check
             res = await mgr.submit_action(match_id, p2, env2.view["legal"][0], None)
             assert res.seq == 2

@@ -435,7 +435,27 @@ def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows
         assert "the stored log does not replay" in text and "_fail_with" in text, name
         assert secret not in text, name
         assert ("\x1b[" in text) is (name == "terminal"), name
+        traceback = text.split("\n", 1)[1]  # the lines after the event's own
+        assert ("\x1b[" in traceback) is (name == "terminal"), name
         assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
+
+
+def test_auto_is_json_on_a_stream_that_cannot_say_it_is_a_terminal():
+    """``fmt="auto"`` picks ``console`` when the stream is a terminal, ``json`` otherwise
+    (configure_logging): a stream without ``isatty`` (a bare writer object) is no terminal."""
+    class Writer:
+        def __init__(self):
+            self.text = ""
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    with configured_logging("auto", "info", Writer()) as stream:
+        structlog.get_logger("cardgames.rpc").info("rpc", code="OK")
+    assert json.loads(stream.text)["event"] == "rpc"
 
 
 def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypatch):
@@ -477,19 +497,47 @@ def test_a_database_path_that_cannot_be_read_reads_nan_and_the_scrape_still_work
     cannot be read (under a regular file: NotADirectoryError, not FileNotFoundError; a
     permission error alike; a directory gone: its volume too) reads NaN, not 0 (a free space
     of 0 fires the volume alerts) and not an exception (which failed the whole scrape, every
-    other metric with it)."""
+    other metric with it). A database file missing from a directory that is there (deleted,
+    moved away) reads NaN, its volume is still measured: the directory's, which the
+    CardgamesStoreVolume* alerts watch."""
+    import math
+    import os
+
     from prometheus_client import generate_latest
 
     (tmp_path / "not-a-directory").write_text("")
+    database = ("cardgames_store_database_bytes",)
     volume = ("cardgames_store_volume_free_bytes", "cardgames_store_volume_size_bytes")
-    for where, nan in (("not-a-directory", ("cardgames_store_database_bytes",)),
-                       ("gone", ("cardgames_store_database_bytes", *volume))):
+    size = os.statvfs(tmp_path).f_blocks * os.statvfs(tmp_path).f_frsize
+    for where, nan in (("not-a-directory", database), ("not-a-directory/below", database + volume),
+                       ("gone", database + volume), (".", database)):
         metrics = Metrics()
         metrics.watch_database_file(str(tmp_path / where / "db.sqlite3"))
         text = generate_latest(metrics.registry).decode()
         for name in nan:
             assert f"{name} NaN" in text, (where, name)
         assert "cardgames_matches_pruned_total 0.0" in text
+        if where == ".":
+            measured = [metrics.value(name) for name in volume]
+            assert not any(math.isnan(v) for v in measured), measured
+            assert 0 < measured[0] <= measured[1] == size, measured
+
+
+def test_the_volume_is_measured_in_fragments_of_f_frsize(monkeypatch, tmp_path):
+    """docs/operations.md: ``cardgames_store_volume_free_bytes`` is ``statvfs`` ``f_bavail``,
+    and both volume gauges count blocks of ``f_frsize`` bytes (POSIX: f_bavail and f_blocks
+    are in those units), not of ``f_bsize``, the preferred I/O size, which is larger on
+    some filesystems (the gauges then over-stated the space)."""
+    import os
+
+    class Vfs:
+        f_bsize, f_frsize, f_bavail, f_bfree, f_blocks = 65536, 1024, 10, 12, 100
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Vfs())
+    metrics = Metrics()
+    metrics.watch_database_file(str(tmp_path / "db.sqlite3"))
+    assert (metrics.value("cardgames_store_volume_free_bytes"),
+            metrics.value("cardgames_store_volume_size_bytes")) == (10 * 1024, 100 * 1024)
 
 
 def test_every_store_operation_that_counts_its_errors_is_declared():
@@ -507,6 +555,31 @@ def test_every_store_operation_that_counts_its_errors_is_declared():
                for name in pattern.findall(path.read_text())}
     assert {"append_action", "count_finished", "prune_finished"} <= counted
     assert counted <= set(M.STORE_OPERATIONS), counted - set(M.STORE_OPERATIONS)
+
+
+def test_every_timed_store_write_and_every_published_event_kind_is_declared():
+    """As for the store's errors above: the write-latency histogram's series exist at 0 for
+    every write a store times (``_timer.write``; ``_write`` unless ``timed=False``, retention's
+    prune), so that the dashboard's latency panels show a quiet store; and ``events_published``
+    for every kind the session layer publishes (``publish(m, "presence", ...)``)."""
+    import re
+    from pathlib import Path
+
+    from engine_service import sessions, store
+    from engine_service.observability import metrics as M
+
+    timed = set()
+    for path in Path(store.__file__).parent.glob("*.py"):
+        text = path.read_text()
+        timed |= set(re.findall(r'_timer\.write\("([a-z_]+)"\)', text))
+        timed |= {name for name, rest in re.findall(r'\._write\("([a-z_]+)",([^\n]*)', text)
+                  if "timed=False" not in rest}
+    assert {"append_action", "touch_absences", "create_match"} <= timed
+    assert timed == set(M.STORE_WRITE_OPERATIONS), timed ^ set(M.STORE_WRITE_OPERATIONS)
+    source = "\n".join(p.read_text() for p in Path(sessions.__file__).parent.glob("*.py"))
+    kinds = set(re.findall(r'\.publish\(m, "([a-z_]+)"', source))
+    kinds |= set(re.findall(r'events_published(?:\.labels\(|, )"([a-z_]+)"', source))
+    assert kinds == set(M.EVENT_KINDS) == {"action", "presence", "match_ended"}, kinds
 
 
 def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():

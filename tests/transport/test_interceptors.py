@@ -199,6 +199,24 @@ async def test_the_calls_fields_ride_on_its_events_and_its_line_names_them_once(
 
 
 @run
+async def test_a_method_the_server_does_not_have_creates_no_series():
+    """An unknown method (a typo, another version, anything a client makes up) is grpc's own
+    UNIMPLEMENTED, and leaves the RPC metrics alone: its name as a ``method`` label would be a
+    label set that grows with what clients send (docs/operations.md, Metrics: labels are
+    bounded sets)."""
+    metrics = Metrics()
+    interceptor = ObservabilityInterceptor(metrics)
+
+    async def continuation(details: object) -> None:
+        return None  # grpc found no handler
+
+    made_up = "/x.v1.S/MadeUp-7f3a"
+    assert await interceptor.intercept_service(continuation, SimpleNamespace(method=made_up)) is None
+    methods = {s.labels.get("method") for family in metrics.registry.collect() for s in family.samples}
+    assert made_up not in methods, sorted(m for m in methods if m)
+
+
+@run
 async def test_each_handler_is_wrapped_once_and_streams_the_api_has_none_of_are_left_alone():
     """A method's handler is wrapped at its first call and the wrap reused (grpc looks the
     handler up for every call); a different handler for the method gets a wrap of its own.

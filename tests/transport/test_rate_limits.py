@@ -122,6 +122,7 @@ async def test_a_seat_refusal_names_the_match_and_seat_in_its_lines():
     """docs/operations.md, Request-rate limits: a refusal has its rpc line, and the first of a
     run logs a rate_limited warning with the match and seat for a seat bucket (never the
     token): both name them although the call never reached the servicer that would."""
+    from engine_service.sessions.tokens import token_hash
     from tests.sessions.helpers import capture_logs_with_context
 
     service = ScriptedService()
@@ -137,6 +138,11 @@ async def test_a_seat_refusal_names_the_match_and_seat_in_its_lines():
     assert 10_000 < warning["retry_after_ms"] <= 20_000  # milliseconds: the token 20 s away
     assert [(e["match_id"], e["seat"]) for e in refused] == [("m1", 0)]
     assert SEAT_TOKEN not in json.dumps(logs, default=str)
+    # the line's fields are the documented ones (the rpc's context bound around it): not the
+    # bucket's key, the token's hash, which the database keeps as the seat's credential
+    assert set(warning) - {"event", "log_level", "rpc", "request_id"} == {
+        "method", "key_kind", "retry_after_ms", "match_id", "seat"}, warning
+    assert token_hash(SEAT_TOKEN) not in json.dumps(logs, default=str)
 
 
 @run

@@ -262,7 +262,9 @@ def test_a_port_in_use_ends_the_start_with_exit_2_naming_it(which):
     assert status == serve_cli.EXIT_CONFIG == 2
     errors = [line for line in logs if line["log_level"] == "error"]
     assert [(e["event"], e["host"], e["port"]) for e in errors] == [(f"{which}_port_unavailable", "127.0.0.1", port)]
-    assert errors[0]["error"].startswith(f"cannot bind 127.0.0.1:{port}: ")
+    # docs/operations.md, the port events: `cannot bind HOST:PORT: Address already in use`,
+    # the system's words alone (not "[Errno 98] Address already in use")
+    assert errors[0]["error"] == f"cannot bind 127.0.0.1:{port}: Address already in use"
     assert not _events(logs, "serving") and not _events(logs, "metrics_server_started")
 
 
@@ -334,14 +336,29 @@ def test_a_low_soft_open_files_limit_is_warned_about(monkeypatch, limits, warned
 
 def test_every_transport_setting_reaches_the_grpc_server(monkeypatch):
     """Each transport flag is handed to the server as given (a value unlike its default
-    each): a limit left out would be served at its default without a word. With
+    each; ``--drain-grace-s`` to its drain): a limit left out would be served at its default
+    without a word. With
     --gc-full-collection-interval-s 0 no timed collection runs (CPython decides)."""
     from engine_service.transport import server as server_mod
     from engine_service.transport.ratelimit import Rate, RateLimits, parse_networks
 
     made: list[dict] = []
+    drained: list[float] = []
     real = server_mod.GrpcServer
-    monkeypatch.setattr(server_mod, "GrpcServer", lambda *args, **kw: made.append(kw) or real(*args, **kw))
+
+    def make(*args, **kw):
+        made.append(kw)
+        server = real(*args, **kw)
+        real_drain = server.drain
+
+        async def drain(grace_s, **options):  # --drain-grace-s: the calls still running get it
+            drained.append(grace_s)
+            return await real_drain(grace_s, **options)
+
+        server.drain = drain
+        return server
+
+    monkeypatch.setattr(server_mod, "GrpcServer", make)
 
     async def while_serving(serving: dict) -> list[str]:
         tasks = sorted(t.get_name() for t in asyncio.all_tasks())
@@ -353,9 +370,11 @@ def test_every_transport_setting_reaches_the_grpc_server(monkeypatch):
          "--keepalive-time-s", "11", "--keepalive-timeout-s", "12", "--handshake-timeout-s", "13",
          "--max-connection-idle-s", "14", "--max-pending-requests", "15", "--rate-limit-seat-per-s", "3",
          "--rate-limit-seat-burst", "4", "--rate-limit-peer-per-s", "5", "--rate-limit-peer-burst", "6",
-         "--trusted-proxies", "10.0.0.0/8", "--gc-full-collection-interval-s", "0"], while_serving)
+         "--trusted-proxies", "10.0.0.0/8", "--gc-full-collection-interval-s", "0", "--drain-grace-s", "0.25"],
+        while_serving)
     assert status == 0
     server, = made
+    assert drained == [0.25]
     assert server["limits"] == server_mod.ServerLimits(
         max_receive_message_bytes=2048, max_send_message_bytes=8192, max_concurrent_streams=7, keepalive_time_s=11.0,
         keepalive_timeout_s=12.0, handshake_timeout_s=13.0, max_connection_idle_s=14.0, max_pending_requests=15)
@@ -437,3 +456,44 @@ def test_a_grpc_server_start_that_fails_with_its_port_free_ends_the_start_with_e
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
     assert not _events(logs, "serving")
+
+
+def test_the_command_configures_the_log_format_and_level_it_is_given(monkeypatch):
+    """docs/operations.md, ``--log-format`` and ``--log-level``: ``serve`` (serve_cli.run)
+    configures the logs with both before anything starts; the level was once left out,
+    and ``--log-level warning`` still wrote every info line."""
+    from engine_service.__main__ import main
+    from engine_service.observability import logging as obs_logging
+
+    configured: list[tuple] = []
+    monkeypatch.setattr(obs_logging, "configure_logging", lambda *args, **kw: configured.append(args))
+
+    async def served(settings, **kw) -> int:
+        return 0
+
+    monkeypatch.setattr(serve_cli, "serve", served)
+    monkeypatch.delenv("GRPC_VERBOSITY", raising=False)  # run() sets it for the process
+    saved = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+    try:
+        assert main(["serve", "--log-format", "console", "--log-level", "warning"]) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert configured == [("console", "warning")]
+
+
+def test_the_password_of_a_postgresql_url_is_never_logged(pg_url):
+    """serve_cli._summary: the start-up line names the database "never ... the password of a
+    PostgreSQL URL" (store.describe_location: ``***`` in its place), and no other line does."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from engine_service.store import describe_location
+
+    parts = urlsplit(pg_url)
+    netloc = f"{parts.username or 'postgres'}:s3cret-pw@{parts.netloc.rsplit('@', 1)[-1]}"
+    url = urlunsplit(parts._replace(netloc=netloc))  # the test server trusts: the password is ignored
+    status, logs, _ = _serve(["--db", url], lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    starting, = _events(logs, "starting")
+    assert starting["db"] == describe_location(url) and "***" in starting["db"]
+    assert "s3cret-pw" not in repr(logs)
