@@ -313,6 +313,12 @@ def test_event_loop_uvloop_without_uvloop_is_a_usage_error(monkeypatch, capsys):
     from engine_service.__main__ import main
 
     monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop: ImportError
+
+    async def no_serving(settings, **_):
+        raise AssertionError("serve started: the uvloop check let it through")
+
+    # without the check the engine served for real here, and the test hung until killed
+    monkeypatch.setattr(serve_cli, "serve", no_serving)
     assert serve_cli.event_loop_factory("auto") == (None, "asyncio")
     assert serve_cli.event_loop_factory("asyncio") == (None, "asyncio")
     assert main(["serve", "--event-loop", "uvloop"]) == serve_cli.EXIT_CONFIG
