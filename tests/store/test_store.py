@@ -156,6 +156,49 @@ def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(k
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_created_with_a_hash_and_no_request_digest_is_found_with_an_empty_digest(kind, make):
+    """find_created answers the match's id and its ``create_digest``, "" for none
+    (MatchRecord.create_digest), never None: the sessions compare it with a retry's digest."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record("m1"), create_hash="h1"))
+        found = await st.find_created("h1")
+        await st.close()
+        return found
+
+    assert run(go()) == ("m1", "")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_any_number_of_seats_may_be_freed_the_token_hash_is_unique_among_taken_seats(kind, make):
+    """A freed seat (token_hash "": nobody holds it) holds no token hash: the uniqueness of seat
+    token hashes across all matches (base.py) is among the seats taken, so two players of a
+    waiting match may both leave (save_seat) and two free seats be written by a start
+    (start_match), in one match or two."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record("m1", seats=3))
+        await st.create_match(record("m2", created_at=2.0))
+        for seat, token in enumerate(("t0", "t1", "t2")):
+            await st.save_seat("m1", SeatRecord(seat=seat, player_name=f"p{seat}", token_hash=token, joined_at=5.0))
+        await st.save_seat("m1", SeatRecord(seat=0))  # left while waiting: free again
+        await st.save_seat("m1", SeatRecord(seat=1))
+        await st.save_seat("m2", SeatRecord(seat=0))
+        await st.start_match("m2", [SeatRecord(seat=0), SeatRecord(seat=1, kind="bot", bot="random")])
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1),
+                               SeatRecord(seat=2, player_name="p2", token_hash="t2", joined_at=5.0))
+    assert m2.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1, kind="bot", bot="random"))
+    assert m2.record.status == "active"
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, make):
     """A seat's join hash (schema 6) is written with it and read back by load_match and
     list_matches; the next save of the seat replaces it (a new token keeps it, a freed seat
