@@ -269,6 +269,24 @@ def test_concurrent_first_opens_create_the_schema_once(pg_database, pg_schema):
     assert pg_database.execute("SELECT count(*) FROM engine_meta", schema=schema) == [(2,)]
 
 
+def test_a_schema_without_the_tables_is_refused_and_left_without_them_when_not_to_be_created(
+        pg_database, pg_schema):
+    """``create=False`` (the offline prune: docs/operations.md, Retention): a schema without the
+    engine's tables (a mistyped URL) is refused, NotADatabase, and left without them."""
+    schema, url = pg_schema
+
+    async def go():
+        st = PostgresStore(url, create=False)
+        try:
+            await st.open()
+        finally:
+            await st.close()
+    with pytest.raises(NotADatabase, match="holds no tables of this service"):
+        run(go())
+    assert pg_database.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                               (schema,)) == []
+
+
 def test_another_applications_schema_is_refused(pg_database, pg_schema):
     schema, url = pg_schema
     pg_database.execute("CREATE TABLE notes (body TEXT)", schema=schema)
@@ -283,8 +301,13 @@ def test_another_applications_schema_is_refused(pg_database, pg_schema):
 
 
 @pytest.mark.parametrize("key, value, message", [("schema_version", "99", "newer"),
+                                                 ("schema_version", str(SCHEMA_VERSION + 1), "newer"),
+                                                 ("schema_version", "0", "no valid schema version"),
                                                  ("application", "something-else", "another application")])
 def test_a_newer_or_foreign_meta_is_refused(pg_database, pg_schema, key, value, message):
+    """docs/operations.md, PostgreSQL: a newer schema version than the program's is refused,
+    the very next one included, and so is a version no schema ever had (0):
+    nothing is migrated from it."""
     schema, url = pg_schema
 
     async def create():
