@@ -986,6 +986,31 @@ def test_listing_filters_and_orders(kind, make):
     assert unfinished == ["d", "b", "c"]  # oldest first, not in the order of creation
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_limited_listing_of_matches_created_at_one_time_takes_the_highest_ids(kind, make):
+    """Ties of ``created_at`` are broken by ``match_id DESC`` before the limit (Store.list_matches:
+    the order is total), filtered or not, after a cursor too: which matches a page holds does not
+    depend on the order they were created in (here not that of their ids)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for match_id in ("m5", "m1", "m9", "m3", "m7", "m0", "m8"):
+            await st.create_match(record(match_id, created_at=1.0))
+        pages = []
+        for n in (1, 2, 3, 4):
+            for filters in ({}, {"statuses": ["waiting"]}, {"game": "klaberjass"}):
+                pages.append([li.record.match_id for li in await st.list_matches(limit=n, **filters)])
+                pages.append([li.record.match_id for li in await st.list_matches(limit=n, after=(1.0, "m8"),
+                                                                                   **filters)])
+        await st.close()
+        return pages
+
+    expected = []
+    for n in (1, 2, 3, 4):
+        expected += [["m9", "m8", "m7", "m5"][:n], ["m7", "m5", "m3", "m1"][:n]] * 3
+    assert run(go()) == expected
+
+
 def _paged(pages: list[list], limit: int) -> list[str]:
     """The ids of ``pages`` read ``limit`` at a time (each read ``limit + 1`` to know whether
     more follow, as the session layer does), checking every page but the last is full."""
