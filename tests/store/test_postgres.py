@@ -360,9 +360,17 @@ def test_a_role_or_server_that_cannot_write_is_refused_at_open(pg_database, pg_s
         message = str(refused.value)
         assert f"schema {schema!r}" in message and "INSERT on match_actions" in message, message
         assert "UPDATE on matches" in message and "SELECT on" not in message, message
+        # every privilege the store's statements need, and only those (the log and the decks
+        # are appended to, never updated)
+        assert ("(it lacks INSERT on matches, UPDATE on matches, INSERT on seats, UPDATE on seats, "
+                "INSERT on decks, INSERT on match_actions)") in message, message
         assert run(open_close(PostgresStore(role_url, exclusive=False, create=False, migrate=False))) == "m1"
 
         pg_database.execute(f'GRANT INSERT, UPDATE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        pg_database.execute(f'REVOKE INSERT ON "{schema}".decks FROM "{role}"')
+        with pytest.raises(DatabaseReadOnly, match=r"\(it lacks INSERT on decks\)"):  # one is enough
+            run(open_close(PostgresStore(role_url)))
+        pg_database.execute(f'GRANT INSERT ON "{schema}".decks TO "{role}"')
         assert run(open_close(PostgresStore(role_url))) == "m1"
         pg_database.execute(f'ALTER ROLE "{role}" SET default_transaction_read_only = on')
         with pytest.raises(DatabaseReadOnly, match="read-only"):
