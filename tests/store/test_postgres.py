@@ -129,14 +129,16 @@ def test_listing_gives_each_match_its_own_seats(pg_url):
             for m in listed] == [("m2", "cy", "h2"), ("m1", "bob", "h1"), ("m0", "ann", "h0")]
 
 
-def test_commits_are_synchronous_even_when_the_server_says_off(pg_database, pg_schema):
+@pytest.mark.parametrize("setting", ["off", "local"])
+def test_commits_are_synchronous_even_when_the_server_says_off(pg_database, pg_schema, setting):
     """A role or server default of ``synchronous_commit=off`` would acknowledge writes that a
-    crash of the database loses: the store's connections raise it to ``on``."""
+    crash of the database loses (``local``: that a failover to a standby loses): the store's
+    connections raise either to ``on`` (docs/operations.md, PostgreSQL: Durability)."""
     schema, _ = pg_schema
-    url = url_with(pg_database.url, options=f"-csearch_path%3D{schema}%20-csynchronous_commit%3Doff")
-    assert pg_database.execute("SHOW synchronous_commit") != [("off",)]
+    url = url_with(pg_database.url, options=f"-csearch_path%3D{schema}%20-csynchronous_commit%3D{setting}")
+    assert pg_database.execute("SHOW synchronous_commit") != [(setting,)]
     with connect(url) as conn:  # the URL does turn it off for an ordinary connection
-        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        assert conn.execute("SHOW synchronous_commit").fetchone() == (setting,)
 
     async def go():
         st = PostgresStore(url)
@@ -269,9 +271,30 @@ def test_concurrent_first_opens_create_the_schema_once(pg_database, pg_schema):
     assert pg_database.execute("SELECT count(*) FROM engine_meta", schema=schema) == [(2,)]
 
 
-def test_another_applications_schema_is_refused(pg_database, pg_schema):
+def test_a_schema_without_the_tables_is_refused_and_left_without_them_when_not_to_be_created(
+        pg_database, pg_schema):
+    """``create=False`` (the offline prune: docs/operations.md, Retention): a schema without the
+    engine's tables (a mistyped URL) is refused, NotADatabase, and left without them."""
     schema, url = pg_schema
-    pg_database.execute("CREATE TABLE notes (body TEXT)", schema=schema)
+
+    async def go():
+        st = PostgresStore(url, create=False)
+        try:
+            await st.open()
+        finally:
+            await st.close()
+    with pytest.raises(NotADatabase, match="holds no tables of this service"):
+        run(go())
+    assert pg_database.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                               (schema,)) == []
+
+
+@pytest.mark.parametrize("kind", ["TABLE notes (body TEXT)", "VIEW notes AS SELECT 1 AS body"])
+def test_another_applications_schema_is_refused(pg_database, pg_schema, kind):
+    """docs/operations.md, PostgreSQL: a schema that holds something else, a table or a view
+    (listed among its tables), is refused and left as it was."""
+    schema, url = pg_schema
+    pg_database.execute(f"CREATE {kind}", schema=schema)
 
     async def go():
         await PostgresStore(url).open()
@@ -283,8 +306,13 @@ def test_another_applications_schema_is_refused(pg_database, pg_schema):
 
 
 @pytest.mark.parametrize("key, value, message", [("schema_version", "99", "newer"),
+                                                 ("schema_version", str(SCHEMA_VERSION + 1), "newer"),
+                                                 ("schema_version", "0", "no valid schema version"),
                                                  ("application", "something-else", "another application")])
 def test_a_newer_or_foreign_meta_is_refused(pg_database, pg_schema, key, value, message):
+    """docs/operations.md, PostgreSQL: a newer schema version than the program's is refused,
+    the very next one included, and so is a version no schema ever had (0):
+    nothing is migrated from it."""
     schema, url = pg_schema
 
     async def create():
@@ -332,9 +360,17 @@ def test_a_role_or_server_that_cannot_write_is_refused_at_open(pg_database, pg_s
         message = str(refused.value)
         assert f"schema {schema!r}" in message and "INSERT on match_actions" in message, message
         assert "UPDATE on matches" in message and "SELECT on" not in message, message
+        # every privilege the store's statements need, and only those (the log and the decks
+        # are appended to, never updated)
+        assert ("(it lacks INSERT on matches, UPDATE on matches, INSERT on seats, UPDATE on seats, "
+                "INSERT on decks, INSERT on match_actions)") in message, message
         assert run(open_close(PostgresStore(role_url, exclusive=False, create=False, migrate=False))) == "m1"
 
         pg_database.execute(f'GRANT INSERT, UPDATE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        pg_database.execute(f'REVOKE INSERT ON "{schema}".decks FROM "{role}"')
+        with pytest.raises(DatabaseReadOnly, match=r"\(it lacks INSERT on decks\)"):  # one is enough
+            run(open_close(PostgresStore(role_url)))
+        pg_database.execute(f'GRANT INSERT ON "{schema}".decks TO "{role}"')
         assert run(open_close(PostgresStore(role_url))) == "m1"
         pg_database.execute(f'ALTER ROLE "{role}" SET default_transaction_read_only = on')
         with pytest.raises(DatabaseReadOnly, match="read-only"):
@@ -395,6 +431,7 @@ def test_passwords_libpq_accepts_are_redacted(dsn):
     "postgresql://cardgames:12/s3cret@h/db",
     "postgresql://u@h/db?sslpassword=s3cret",    # the passphrase of the client's key
     "postgresql://u@h/db?sslmode=verify-full&SSLPASSWORD=s3cret",
+    "postgresql://u@h/db?sslpass%77ord=s3cret",  # its name percent-encoded, as libpq decodes it
 ])
 def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
     """A password with an unencoded "/" ends the user info there for libpq, which then reads
@@ -409,6 +446,21 @@ def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
                  "postgresql://[::1]:5432/db?application_name=a@b",
                  "postgresql://h:5432/db#a@b"):
         assert redact(kept) == kept
+
+
+def test_the_urls_connection_parameters_are_kept_and_the_stores_defaults_fill_the_others(pg_url):
+    """docs/operations.md, PostgreSQL: every libpq parameter works in the URL's query
+    (``connect_timeout``, ``application_name``...): the store's own defaults (a connect
+    timeout, its application name, keepalives and ``tcp_user_timeout``) apply only where the
+    URL sets none."""
+    from psycopg.conninfo import conninfo_to_dict
+    given = conninfo_to_dict(PostgresStore(url_with(pg_url, connect_timeout="3", application_name="mine",
+                                                    tcp_user_timeout="5000", keepalives_idle="7"))._conninfo())
+    defaults = conninfo_to_dict(PostgresStore(pg_url)._conninfo())
+    names = ("connect_timeout", "application_name", "tcp_user_timeout", "keepalives_idle")
+    assert [str(given[n]) for n in names] == ["3", "mine", "5000", "7"]
+    assert [str(defaults[n]) for n in names[:3]] == [str(postgres.CONNECT_TIMEOUT_S), postgres.APPLICATION,
+                                                     str(postgres.TCP_USER_TIMEOUT_MS)]
 
 
 def test_a_closed_store_refuses_work(pg_url):
