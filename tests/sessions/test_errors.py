@@ -531,8 +531,12 @@ def test_bad_create_requests():
                 await mgr.create_match(CreateMatchRequest(game="chess"))
             with pytest.raises(InvalidOptions):
                 await mgr.create_match(CreateMatchRequest(game=GAME, options={"no_such_option": 1}))
-            with pytest.raises(BadRequest):
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig()]))
+            # one seat per seat of the game, neither fewer nor more (docs/api.md "Errors":
+            # field ``seats`` for their number)
+            for seats in ([SeatConfig()], [SeatConfig()] * 3):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats"}), seats
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
             assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
@@ -540,9 +544,10 @@ def test_bad_create_requests():
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
             assert (info.value.reason, info.value.message) == ("UNKNOWN_BOT", "a bot seat needs a bot name")
-            with pytest.raises(BadRequest) as info:
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
-            assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"})
+            for kind in ("robot", ""):  # each seat open or a bot: no kind is neither
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig(kind)]))
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"}), kind
             # the 32-card games follow JJK-11's values too (NOTATION.md section 5)
             for turn in (-1, 0.001, 9.9, 120.5, float("nan"), float("inf")):
                 with pytest.raises(BadRequest) as info:
