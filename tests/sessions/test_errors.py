@@ -301,6 +301,7 @@ def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
 @pytest.mark.parametrize("name, named", [
     ("bell\x07", "U+0007, a control character"), ("a\u202eb", "U+202E, an invisible format character"),
     ("\ue000", "U+E000, a private-use character"), ("x\u0378", "U+0378, a noncharacter or a character unassigned"),
+    ("x\ud800", "U+D800, a surrogate"),  # a lone surrogate (in-process callers: a str may hold one)
 ])
 def test_a_refused_name_says_which_character_and_why(name, named):
     """The message names the refused character and its kind: it said "contains control
@@ -399,9 +400,11 @@ def test_an_enormous_name_is_refused_without_splitting_it_all(monkeypatch):
     assert clean_name("x", 1, "n") == "x" and clean_name(" \tx\n", 1, "n") == "x"
     assert clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
     assert clean_name("", 64, "n") == "" and clean_name(" \u3000\x1c ", 64, "n") == ""
-    for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
-        with pytest.raises(BadRequest):
-            clean_name(too_long, 64, "n")
+    for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3), "x " * 65):
+        with pytest.raises(BadRequest) as info:
+            clean_name(too_long, 64, "n", field="player_name")
+        # refused by its length or by its word count alike: the field named (docs/api.md "Errors")
+        assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"}), too_long
     for too_long in ("xy", "x y"):
         with pytest.raises(BadRequest):
             clean_name(too_long, 1, "n")
