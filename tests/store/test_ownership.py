@@ -409,6 +409,33 @@ def test_a_refusal_through_a_symbolic_link_names_the_lock_file_that_is_held(tmp_
     assert str(refused.value).endswith(f"(lock file {real}.lock)"), refused.value
 
 
+def test_a_wait_interrupted_lets_go_of_the_lock_file_it_had_taken(tmp_path, monkeypatch):
+    """A store on a link holds the lock beside the link while it waits for the one beside
+    the file it names; a wait ended by anything (Ctrl-C included: a BaseException, not an
+    Exception) lets go of the first, which an engine of an earlier release on the link, or
+    this one started again, would otherwise find held by a process that holds nothing."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+
+    class _Interrupted(_Clock):
+        def sleep(self, seconds: float) -> None:
+            raise KeyboardInterrupt
+
+    holder = FileOwnership(str(real))
+    holder.acquire()
+    try:
+        monkeypatch.setattr(ownership, "time", _Interrupted())
+        with pytest.raises(KeyboardInterrupt):
+            FileOwnership(str(link)).acquire(wait_s=5)
+    finally:
+        holder.release()
+    fd = os.open(f"{link}.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: BlockingIOError if still held
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize("content", [b"not json", b"[1, 2]", b"{}"])
 def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_process(tmp_path, content):
     """The description is a courtesy (ownership._record_holder): a held lock file without
