@@ -351,6 +351,32 @@ def test_a_takeover_bot_that_is_not_installed_refuses_the_start():
     assert check_takeover_bot("random", None) is None
 
 
+def test_an_unknown_bot_is_refused_naming_the_bots_that_play_the_game_in_order():
+    """UNKNOWN_BOT (docs/api.md "Errors", ErrorInfo ``bot``) for a bot seat whose bot is not
+    installed, or installed but not playing the match's game: the message lists the bots
+    that do play it, by name, whatever order the host lists them in; a takeover bot refused
+    at start on a server with no bot installed says so ("none"), not an empty list."""
+    from engine_service.sessions.api import BadRequest
+    from engine_service.sessions.validation import TakeoverBotUnavailable, check_bot, check_takeover_bot
+
+    class Unsorted(CatalogHost):
+        def bots(self):
+            return super().bots()[::-1]
+
+    host = Unsorted({"alpha": ("klaberjass", "jojotte"), "joker": ("georgian_joker",),
+                     "zeta": ("klaberjass",)})
+    for bot in ("nosuch", "joker"):
+        with pytest.raises(BadRequest) as info:
+            check_bot(bot, "klaberjass", host)
+        assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": bot})
+        assert info.value.message == f"no bot {bot!r} plays klaberjass; available: alpha, zeta"
+    assert check_bot("zeta", "klaberjass", host) is None
+    with pytest.raises(TakeoverBotUnavailable) as none:
+        check_takeover_bot("random", CatalogHost({}))
+    assert str(none.value) == ("'random' is not an installed bot; installed bots: none; able to take "
+                               "a seat over: none")
+
+
 class GatedHost(ScriptedHost):
     """The ``scripted`` bot, which answers only once the test opens its gate."""
 

@@ -305,6 +305,7 @@ def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
 @pytest.mark.parametrize("name, named", [
     ("bell\x07", "U+0007, a control character"), ("a\u202eb", "U+202E, an invisible format character"),
     ("\ue000", "U+E000, a private-use character"), ("x\u0378", "U+0378, a noncharacter or a character unassigned"),
+    ("x\ud800", "U+D800, a surrogate"),  # a lone surrogate (in-process callers: a str may hold one)
 ])
 def test_a_refused_name_says_which_character_and_why(name, named):
     """The message names the refused character and its kind: it said "contains control
@@ -403,9 +404,11 @@ def test_an_enormous_name_is_refused_without_splitting_it_all(monkeypatch):
     assert clean_name("x", 1, "n") == "x" and clean_name(" \tx\n", 1, "n") == "x"
     assert clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
     assert clean_name("", 64, "n") == "" and clean_name(" \u3000\x1c ", 64, "n") == ""
-    for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
-        with pytest.raises(BadRequest):
-            clean_name(too_long, 64, "n")
+    for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3), "x " * 65):
+        with pytest.raises(BadRequest) as info:
+            clean_name(too_long, 64, "n", field="player_name")
+        # refused by its length or by its word count alike: the field named (docs/api.md "Errors")
+        assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"}), too_long
     for too_long in ("xy", "x y"):
         with pytest.raises(BadRequest):
             clean_name(too_long, 1, "n")
@@ -535,8 +538,12 @@ def test_bad_create_requests():
                 await mgr.create_match(CreateMatchRequest(game="chess"))
             with pytest.raises(InvalidOptions):
                 await mgr.create_match(CreateMatchRequest(game=GAME, options={"no_such_option": 1}))
-            with pytest.raises(BadRequest):
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig()]))
+            # one seat per seat of the game, neither fewer nor more (docs/api.md "Errors":
+            # field ``seats`` for their number)
+            for seats in ([SeatConfig()], [SeatConfig()] * 3):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats"}), seats
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
             assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
@@ -544,9 +551,10 @@ def test_bad_create_requests():
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
             assert (info.value.reason, info.value.message) == ("UNKNOWN_BOT", "a bot seat needs a bot name")
-            with pytest.raises(BadRequest) as info:
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
-            assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"})
+            for kind in ("robot", ""):  # each seat open or a bot: no kind is neither
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig(kind)]))
+                assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"}), kind
             # the 32-card games follow JJK-11's values too (NOTATION.md section 5)
             for turn in (-1, 0.001, 9.9, 120.5, float("nan"), float("inf")):
                 with pytest.raises(BadRequest) as info:

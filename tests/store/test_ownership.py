@@ -9,7 +9,9 @@ import asyncio
 import contextlib
 import fcntl
 import gc
+import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -292,6 +294,163 @@ def test_the_lock_goes_with_a_killed_process(tmp_path):
 def _action(seq: int = 1):
     from engine_service.store import ActionRecord
     return ActionRecord(seq, 0, "pass")
+
+
+# ---- the SQLite lock file itself (FileOwnership) -----------------------------------------------
+
+def _fds_on(lock_path: str) -> int:
+    """This process's descriptors open on ``lock_path`` (or on a file deleted or replaced
+    there): only those, so that a descriptor another thread opens meanwhile counts for none."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith(lock_path)
+        except OSError:  # closed meanwhile
+            pass
+    return count
+
+
+def test_a_refusal_names_the_holders_start_time_and_keeps_no_descriptor(tmp_path, monkeypatch):
+    """The refusal quotes the holder's pid, host and start time (docs/operations.md "Why one
+    replica"); each attempt refused closes its file: a store waiting out its predecessor
+    tries a hundred times a second, and kept one descriptor per attempt."""
+    path = str(tmp_path / "db.sqlite3")
+    holder = FileOwnership(path)
+    holder.acquire()
+    try:
+        clock = _Clock()
+        monkeypatch.setattr(ownership, "time", clock)
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(path).acquire(wait_s=0.1)
+        assert len(clock.pauses) >= 5 and _fds_on(f"{path}.lock") == 1  # the holder's
+    finally:
+        holder.release()
+    assert re.search(rf"\(pid {os.getpid()} on {re.escape(socket.gethostname())} since "
+                     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\)", str(refused.value)), refused.value
+
+
+def test_a_holder_is_named_over_a_longer_description_left_in_the_lock_file(tmp_path):
+    """The lock file stays after its holder ends (an engine never deletes it); the next
+    holder's description replaces what it held, however long, not only its start."""
+    path = str(tmp_path / "db.sqlite3")
+    with open(f"{path}.lock", "w") as stale:
+        stale.write(json.dumps({"pid": 1, "host": "h" * 300, "since": "then"}))
+    holder = FileOwnership(path)
+    holder.acquire()
+    try:
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(path).acquire()
+    finally:
+        holder.release()
+    assert f"(pid {os.getpid()} on {socket.gethostname()} since " in str(refused.value)
+
+
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+def test_a_lock_file_replaced_or_deleted_before_it_is_locked_is_not_the_one_held(tmp_path, monkeypatch, change):
+    """Between the open and the lock another process may replace or delete the lock file:
+    the lock then taken is on a file no other engine can find, so the store takes it again
+    on the file now at the path (FileOwnership._acquire), closing the one it had opened."""
+    path = str(tmp_path / "db.sqlite3")
+    lock_path = f"{path}.lock"
+    calls = []
+
+    def try_lock(fd, real=FileOwnership._try_lock):
+        if not calls:
+            if change == "replaced":
+                with open(f"{lock_path}.new", "w"):
+                    pass
+                os.replace(f"{lock_path}.new", lock_path)
+            else:
+                os.unlink(lock_path)
+        calls.append(fd)
+        return real(fd)
+
+    first = FileOwnership(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(FileOwnership, "_try_lock", staticmethod(try_lock))
+        first.acquire()
+    try:
+        assert len(calls) == 2
+        with pytest.raises(StoreInUse):
+            FileOwnership(path).acquire()
+        assert _fds_on(lock_path) == 1
+    finally:
+        first.release()
+    assert _fds_on(lock_path) == 0
+
+
+def test_taking_a_held_lock_again_or_letting_go_twice_changes_nothing(tmp_path):
+    path = str(tmp_path / "db.sqlite3")
+    lock = FileOwnership(path)
+    lock.acquire()
+    lock.acquire()  # already held: not refused by itself
+    assert lock.held and _fds_on(f"{path}.lock") == 1
+    lock.release()
+    assert not lock.held and _fds_on(f"{path}.lock") == 0
+    lock.release()  # nothing more to close (closing again could close another file's descriptor)
+    other = FileOwnership(path)
+    other.acquire()  # let go: another takes it
+    other.release()
+
+
+def test_a_refusal_through_a_symbolic_link_names_the_lock_file_that_is_held(tmp_path):
+    """A store on a link takes two lock files (beside the link, beside the file it names):
+    refused for the second, it names that one, the file an operator looks at (or deletes
+    once no engine runs, docs/operations.md), not the one beside the link it had taken."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+    holder = FileOwnership(str(real))
+    holder.acquire()
+    try:
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(str(link)).acquire()
+    finally:
+        holder.release()
+    assert str(refused.value).endswith(f"(lock file {real}.lock)"), refused.value
+
+
+def test_a_wait_interrupted_lets_go_of_the_lock_file_it_had_taken(tmp_path, monkeypatch):
+    """A store on a link holds the lock beside the link while it waits for the one beside
+    the file it names; a wait ended by anything (Ctrl-C included: a BaseException, not an
+    Exception) lets go of the first, which an engine of an earlier release on the link, or
+    this one started again, would otherwise find held by a process that holds nothing."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+
+    class _Interrupted(_Clock):
+        def sleep(self, seconds: float) -> None:
+            raise KeyboardInterrupt
+
+    holder = FileOwnership(str(real))
+    holder.acquire()
+    try:
+        monkeypatch.setattr(ownership, "time", _Interrupted())
+        with pytest.raises(KeyboardInterrupt):
+            FileOwnership(str(link)).acquire(wait_s=5)
+    finally:
+        holder.release()
+    fd = os.open(f"{link}.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: BlockingIOError if still held
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", b"{}"])
+def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_process(tmp_path, content):
+    """The description is a courtesy (ownership._record_holder): a held lock file without
+    one (not JSON, not an object, nothing in it) still refuses the store, as held by
+    "another engine process", not with a traceback from reading it."""
+    path = str(tmp_path / "db.sqlite3")
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, content)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(path).acquire()
+    finally:
+        os.close(fd)
+    assert "is in use by another engine process; one engine per database" in str(refused.value)
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
