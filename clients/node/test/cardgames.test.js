@@ -11,6 +11,15 @@ const { fromStruct, parseArgs } = require('../play_vs_bot');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A WatchMatch stream as a stub gives it: ``events`` one after another, then ``error`` thrown
+ *  (a dropped or failed stream) or, without one, the end of the stream. */
+function scriptedStream(events, error) {
+  return {
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  };
+}
+
 function statusDetails(root, details) {
   const Status = root.lookupType('google.rpc.Status');
   const any = details.map(([type, value]) => ({
@@ -363,10 +372,7 @@ test('watch() reopens a rate-limited stream after the RetryInfo delay', async ()
   const client = new Client('127.0.0.1:9');
   client.stub.close();
   const opened = [];
-  const stream = (events, error) => ({
-    cancel() {},
-    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
-  });
+  const stream = scriptedStream;
   client.stub = {
     WatchMatch(request) {
       opened.push({ after: request.after_seq, at: Date.now() });
@@ -388,10 +394,7 @@ test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in 
   // row without an event in between (a server fault would fail forever).
   const { Client, Seat } = require('../cardgames');
   const failure = (code) => ({ code: grpc.status[code], details: 'Received RST_STREAM with code 2', metadata: new grpc.Metadata() });
-  const stream = (events, error) => ({
-    cancel() {},
-    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
-  });
+  const stream = scriptedStream;
   const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
   const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: active(seq) });
   const fake = (streams) => {
@@ -433,10 +436,7 @@ test('watch() tells onConnection when the stream drops, comes back and is given 
   // stream that came back, 'gave_up' before the error is thrown.
   const { Client, Seat, RECONNECTING, RESUMED, GAVE_UP } = require('../cardgames');
   const dropped = (code = 'UNAVAILABLE') => ({ code: grpc.status[code], details: 'Socket closed', metadata: new grpc.Metadata() });
-  const stream = (events, error) => ({
-    cancel() {},
-    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
-  });
+  const stream = scriptedStream;
   const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: { seq, status: 'MATCH_STATUS_ACTIVE' } });
   const fake = (scripts) => {
     const client = new Client('127.0.0.1:9');
@@ -554,10 +554,7 @@ test('watch() reopens a stream cut while the match waited without after_seq: the
   // actions after it; the first stream breaks while the match waits.
   const { Client, Seat } = require('../cardgames');
   const unavailable = { code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() };
-  const stream = (events, error) => ({
-    cancel() {},
-    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
-  });
+  const stream = scriptedStream;
   const view = (seq, status, toAct) => ({ seq, status, ...(toAct === undefined ? {} : { to_act: toAct }) });
   async function resume(playedMeanwhile) {
     const client = new Client('127.0.0.1:9');
@@ -1184,10 +1181,7 @@ test('watch(0) opens with after_seq 0; a drop on the started view at seq 0 reope
   // yet begins with its SNAPSHOT at seq 0, so reopened without it the snapshot came twice
   const { Client, Seat } = require('../cardgames');
   const failure = (code) => ({ code: grpc.status[code], details: 'gone', metadata: new grpc.Metadata() });
-  const stream = (events, error) => ({
-    cancel() {},
-    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
-  });
+  const stream = scriptedStream;
   const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
   const fake = (scripts) => {
     const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
