@@ -21,6 +21,7 @@ The PostgreSQL store holds a session-level advisory lock instead (:mod:`.pg_owne
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -42,6 +43,9 @@ except ImportError:  # Windows: byte-range locking through msvcrt
 #: tried every 0.1 s, up to 100 ms more of a restart's downtime). An attempt is an open, a
 #: ``flock`` and a close: a hundred a second cost nothing measurable.
 POLL_S = 0.01
+
+#: The errors of a lock attempt that mean another process holds the lock.
+_HELD = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES, errno.EDEADLK})
 
 log = structlog.get_logger("engine_service.store")
 
@@ -98,7 +102,12 @@ class FileOwnership:
         waiting = False  # said once, so that a silent start-up is not taken for a hang
         while True:
             fd = self._open(lock_path)
-            if self._try_lock(fd):
+            try:
+                locked = self._try_lock(fd)
+            except OSError as exc:
+                os.close(fd)
+                raise StoreError(f"cannot lock the lock file {lock_path}: {exc.strerror or exc}") from None
+            if locked:
                 if self._still_linked(fd, lock_path):
                     self._record_holder(fd)
                     return fd
@@ -133,14 +142,20 @@ class FileOwnership:
 
     @staticmethod
     def _try_lock(fd: int) -> bool:
+        """Whether the lock was taken; False while another process holds it. Any other failure
+        (ENOLCK: a file system without locks, such as NFS without its lock service) is raised:
+        waiting for it ended in "in use by another engine process", which it was not."""
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             else:
                 os.lseek(fd, 0, os.SEEK_SET)
                 msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:  # BlockingIOError (held elsewhere) or PermissionError (Windows)
-            return False
+        except OSError as exc:
+            # held elsewhere: EWOULDBLOCK (flock), EACCES or EDEADLK (Windows' msvcrt.locking)
+            if exc.errno in _HELD:
+                return False
+            raise
         return True
 
     @staticmethod

@@ -329,6 +329,28 @@ def test_a_refusal_names_the_holders_start_time_and_keeps_no_descriptor(tmp_path
                      r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\)", str(refused.value)), refused.value
 
 
+def test_a_file_system_without_locks_is_said_at_once_not_taken_for_another_engine(tmp_path, monkeypatch):
+    """A lock attempt that fails for another reason than a holder (ENOLCK: NFS without its lock
+    service) is a StoreError at once naming the lock file and the reason, its descriptor closed:
+    it was taken for a held lock, waited out --db-lock-wait-s and then said "in use by another
+    engine process", which sent the operator looking for an engine that was not there."""
+    import errno
+
+    path = str(tmp_path / "db.sqlite3")
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    clock = _Clock()
+    monkeypatch.setattr(ownership, "time", clock)
+    monkeypatch.setattr(ownership.fcntl, "flock", no_locks)
+    with pytest.raises(StoreError) as refused:
+        FileOwnership(path).acquire(wait_s=30)
+    assert not isinstance(refused.value, StoreInUse) and clock.pauses == []
+    assert str(refused.value) == f"cannot lock the lock file {path}.lock: {os.strerror(errno.ENOLCK)}"
+    assert _fds_on(f"{path}.lock") == 0
+
+
 def test_a_holder_is_named_over_a_longer_description_left_in_the_lock_file(tmp_path):
     """The lock file stays after its holder ends (an engine never deletes it); the next
     holder's description replaces what it held, however long, not only its start."""
