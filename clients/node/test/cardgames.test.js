@@ -745,6 +745,12 @@ test('join refuses an option it does not take instead of dropping it', async () 
   assert.strictEqual(requests.length, 1);
 });
 
+test("createMatch: a seat null or 'open' is an open seat, any other string the bot of that name (as Python's create_match)", async () => {
+  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
+  await client.createMatch('georgian_joker', { seats: [null, 'open', 'random', 'heuristic'] });
+  assert.deepStrictEqual(requests[0].seats, [{ open: {} }, { open: {} }, { bot: { name: 'random' } }, { bot: { name: 'heuristic' } }]);
+});
+
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
   const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
   // OptionSpec.default_value as the loader gives it (oneofs: true adds `value`), false included
