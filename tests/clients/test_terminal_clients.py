@@ -2161,6 +2161,56 @@ def test_watch_screens_red_line_takes_its_row_from_the_board_not_the_log():
     run(scenario(), timeout_s=60)
 
 
+def test_the_connection_sign_logs_each_change_and_shows_the_red_line_while_down():
+    """ConnectionSign (clients.play and clients.watch): a log line where the stream drops (its
+    first try only, with the error) and where it comes back, none for the later tries or the
+    end; the red ``#connection`` line shown while the stream is down or given up, hidden once it
+    is back; ``lost`` only once it is given up (the screen then closes, "lost for good")."""
+    from types import SimpleNamespace
+
+    from textual.css.query import NoMatches
+
+    from clients.connection_sign import ConnectionSign
+
+    class Widget(SimpleNamespace):
+        def write(self, line):
+            self.lines.append(str(line))
+
+        def update(self, text):
+            self.text = text
+
+    class Screen(ConnectionSign):
+        def __init__(self, widgets):
+            self.widgets = widgets
+
+        def query_one(self, selector, kind):
+            if selector not in self.widgets:
+                raise NoMatches(selector)
+            return self.widgets[selector]
+
+    log, banner = Widget(lines=[]), Widget(text=None, display=False)
+    screen = Screen({"#log": log, "#connection": banner})
+    error = cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "the engine went away")
+    dropped, again = cg.StreamState(cg.RECONNECTING, 1, 3, error), cg.StreamState(cg.RECONNECTING, 2, 3, error)
+    assert screen.connection is None and not screen.lost
+    screen.on_connection(dropped)
+    assert log.lines == ["     connection lost (UNAVAILABLE: the engine went away): reconnecting"]
+    assert banner.display and banner.text == render.connection_text(dropped) and not screen.lost
+    screen.on_connection(again)
+    assert len(log.lines) == 1 and banner.display and banner.text == render.connection_text(again)
+    screen.on_connection(cg.StreamState(cg.RESUMED, 2, 3))
+    assert log.lines[1:] == ["     connection back after 2 tries: catching up"]
+    assert screen.connection is None and not banner.display and banner.text == "" and not screen.lost
+    screen.on_connection(dropped)
+    gave_up = cg.StreamState(cg.GAVE_UP, 3, 3, error)
+    screen.on_connection(gave_up)
+    assert len(log.lines) == 3 and screen.lost and screen.connection is gave_up
+    assert banner.display and banner.text == "connection lost for good after 3 tries"
+    bare = Screen({})  # a screen without the widgets (not mounted yet, or closing) is no error
+    bare.on_connection(dropped)
+    assert bare.connection is dropped and not bare.lost
+
+
 def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
     adds the deal's breakdown (KL-9.1 totals, who had more)."""
