@@ -2316,6 +2316,11 @@ def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
     terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
     assert utf8.getvalue().decode("utf-8").strip() == "10♥"
+    errors = io.BytesIO()  # the one-line errors go to stderr there too, not among the output
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(errors, encoding="utf-8", write_through=True))
+    terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print("error: 10♥ is not yours")
+    assert errors.getvalue().decode("utf-8") == "error: 10♥ is not yours\n"
+    assert utf8.getvalue().decode("utf-8").strip() == "10♥"
 
 
 def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkeypatch):
@@ -2362,6 +2367,38 @@ def test_a_stream_whose_encoding_is_unknown_gets_ascii():
     assert not terminal_text.can_encode(stream)
     terminal_text.FallbackWriter(stream).write("10♥ → A♠ ✓\n")
     assert stream.getvalue() == "10H -> AS ?\n"
+
+
+def test_every_symbol_the_renderers_write_has_an_ascii_fallback():
+    """terminal_text: under a non-UTF-8 locale the suits are the rulebooks' letters (GJ-0.2,
+    JJK-0.2: S H D C) and every other symbol the renderers write (the arrows, dashes, the
+    ellipsis, the face-down card) something readable in ASCII, never a ``?`` where the output
+    could say what it is. A stream that names no encoding gets ASCII, and what it can hold of a
+    line is written unchanged."""
+    import io
+    from pathlib import Path
+
+    from clients import terminal_text
+
+    written = {c for module in ("render", "play", "watch")
+               for c in (Path(ROOT) / "clients" / f"{module}.py").read_text(encoding="utf-8") if ord(c) > 127}
+    assert written <= set(map(chr, terminal_text.ASCII_FALLBACKS)), written
+
+    class Unnamed(io.StringIO):
+        encoding = None
+
+    stream = Unnamed()
+    writer = terminal_text.FallbackWriter(stream)
+    assert writer.encoding == "ascii"
+    writer.write("A♠ K♥ Q♦ J♣ ▒ → ▶ — – … ·\n")
+    assert writer.write("10\u00b7\u00e9\n") == 5  # the characters written, as a text stream says
+    assert stream.getvalue() == "AS KH QD JC # -> > - - ... .\n10.?\n"
+    class Latin(io.StringIO):
+        encoding = "latin-1"
+
+    latin = Latin()
+    terminal_text.FallbackWriter(latin).write("caf\u00e9 \u00b7 10\n")
+    assert latin.getvalue() == "caf\u00e9 \u00b7 10\n"
 
 
 def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
