@@ -844,8 +844,9 @@ def test_a_server_name_to_verify_means_tls_as_in_the_node_client(engine, capsys)
 
 
 class _Health:
-    """A grpc.health.v1 server answering ``status`` to every Check, recording the service
-    asked about and the seconds the call had left when it arrived."""
+    """A grpc.health.v1 server answering ``status`` to every Check (a (code, message) pair: it
+    fails the call so), recording the service asked about and the seconds the call had left
+    when it arrived."""
 
     def __init__(self, status: str, tls: tuple | None = None) -> None:
         from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -856,6 +857,8 @@ class _Health:
         class Servicer(health_pb2_grpc.HealthServicer):
             def Check(self, request, context):
                 outer.asked.append((request.service, context.time_remaining()))
+                if isinstance(outer.status, tuple):
+                    context.abort(*outer.status)
                 return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.ServingStatus.Value(
                     outer.status))
 
@@ -889,13 +892,33 @@ def test_health_asks_about_the_service_given_within_its_timeout_and_says_why_it_
         assert health.main(["--target", server.target, "--service", "cardgames.v1.CardGamesService",
                             "--timeout", "0.5"]) == 1
         assert capsys.readouterr() == ("", f"{server.target}: NOT_SERVING\n")
+        server.status = "SERVICE_UNKNOWN"  # 1 as well: only SERVING is healthy
+        assert health.main(["--target", server.target, "--service", "x"]) == 1
+        assert capsys.readouterr() == ("", f"{server.target}: SERVICE_UNKNOWN\n")
         server.status = "SERVING"
         assert health.main(["--target", server.target]) == 0
         assert capsys.readouterr() == ("", "")
     # the seconds left as the server reckons them: the deadline sent, give or take the clocks' grain
-    (service, left_s), (whole, default_left_s) = server.asked
+    (service, left_s), _, (whole, default_left_s) = server.asked
     assert service == "cardgames.v1.CardGamesService" and 0 < left_s < 1.0, server.asked
     assert whole == "" and 1.5 < default_left_s < 3.5, server.asked  # the default: 3 s
+
+
+def test_health_says_a_failed_check_as_the_server_said_it(capsys):
+    """A failed Check is the status and the server's message (exit status 1); a status without
+    a message is the status alone. Only NOT_FOUND without a message, grpc.health.v1's answer to a
+    name it does not know, is said as that: a server's own NOT_FOUND message is kept."""
+    from clients import health
+
+    with _Health((grpc.StatusCode.PERMISSION_DENIED, "")) as server:
+        assert health.main(["--target", server.target, "--service", "x"]) == 1
+        assert capsys.readouterr().err == f"{server.target}: PERMISSION_DENIED\n"
+        server.status = (grpc.StatusCode.NOT_FOUND, "no such tenant")
+        assert health.main(["--target", server.target, "--service", "x"]) == 1
+        assert capsys.readouterr().err == f"{server.target}: NOT_FOUND: no such tenant\n"
+        server.status = (grpc.StatusCode.NOT_FOUND, "")
+        assert health.main(["--target", server.target, "--service", "x"]) == 1
+        assert capsys.readouterr().err == f"{server.target}: NOT_FOUND: the server has no service named 'x'\n"
 
 
 def test_health_verifies_the_tls_name_given_with_the_ca_given(tmp_path, capsys):
@@ -913,6 +936,25 @@ def test_health_verifies_the_tls_name_given_with_the_ca_given(tmp_path, capsys):
         assert health.main(["--target", server.target, "--ca", str(cert)]) == 1
         assert capsys.readouterr().err.startswith(f"{server.target}: UNAVAILABLE")
     assert [service for service, _ in server.asked] == [""]
+
+
+def test_health_speaks_tls_with_tls_or_a_ca_given(tmp_path, capsys):
+    """``--tls`` connects with TLS, and so does ``--ca`` alone (roots to verify imply TLS, as
+    for the other clients: connect(), docs/operations.md): a plaintext server then fails the
+    handshake (exit status 1, UNAVAILABLE), a TLS server whose certificate the CA signs answers."""
+    from clients import health
+
+    from .conftest import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path)
+    with _Health("SERVING") as plain:
+        for flags in (["--tls"], ["--ca", str(cert)]):
+            assert health.main(["--target", plain.target, "--timeout", "1", *flags]) == 1, flags
+            assert capsys.readouterr().err.startswith(f"{plain.target}: UNAVAILABLE"), flags
+    assert plain.asked == []
+    with _Health("SERVING", tls=(cert, key)) as secure:
+        assert health.main(["--target", secure.target, "--ca", str(cert)]) == 0
+        assert capsys.readouterr().err == ""
 
 
 class _RestoredFromABackup(ScriptedService):

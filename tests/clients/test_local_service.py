@@ -133,6 +133,39 @@ def test_the_admin_token_goes_in_the_environment_and_only_the_one_given(tmp_path
             service.kill()
 
 
+def test_the_engine_listens_on_loopback_with_the_settings_given(tmp_path):
+    """The engine a client starts for itself serves, and exports its metrics, on 127.0.0.1
+    only (its target is 127.0.0.1: nothing else on the network reaches it), on the ports
+    asked, with the database given, JSON logs (read back for its port) and the caller's
+    arguments last, where they can add to the engine's settings."""
+    db = f"{tmp_path}/matches.sqlite3"
+    service = LocalService(python=_fake_engine(tmp_path, STARTS), db=db, port=4321, metrics_port=9999,
+                           args=["--bot-deadline-s", "5"], log_path=tmp_path / "engine.log")
+    try:
+        service.start()
+        assert service.find_log("grpc_server_started")[-1]["args"] == (
+            "-m engine_service serve --host 127.0.0.1 --port 4321 --metrics-host 127.0.0.1 --metrics-port 9999 "
+            f"--db {db} --log-format json --bot-deadline-s 5")
+    finally:
+        service.kill()
+
+
+def test_the_environment_given_is_the_engines_whole_environment(tmp_path, monkeypatch):
+    """``env`` is the engine's environment in place of the caller's (a setting the caller has
+    in its own, CARDGAMES_DB say, would otherwise reach the engine), run in ``cwd``."""
+    monkeypatch.setenv("CARDGAMES_ONLY_THE_CALLERS", "1")
+    says = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 4321, "
+            "\\\"env\\\": \\\"${CARDGAMES_ONLY_THE_CALLERS-none} ${CARDGAMES_GIVEN-none}\\\", "
+            "\\\"cwd\\\": \\\"$(pwd)\\\"}\"\nexec sleep 60\n")
+    service = LocalService(python=_fake_engine(tmp_path, says), env={"PATH": os.environ["PATH"], "CARDGAMES_GIVEN": "2"},
+                           cwd=tmp_path, log_path=tmp_path / "engine.log")
+    try:
+        line = service.start().find_log("grpc_server_started")[-1]
+        assert line["env"] == "none 2" and line["cwd"] == str(tmp_path), line
+    finally:
+        service.kill()
+
+
 def test_a_reused_log_file_is_read_from_this_start_on(tmp_path):
     """``log_path`` may hold earlier runs: the port is the one this start logs, not an older
     engine's (a client would reach nothing, or another engine)."""
@@ -169,6 +202,18 @@ def test_an_engine_that_exits_or_never_listens_is_one_failure_naming_it(tmp_path
         quiet.kill()
 
 
+def test_a_failure_ends_with_the_engines_last_log_lines(tmp_path):
+    """ServiceFailed's message ends with the engine's last log lines (the reason is at the end
+    of a long log), not its first ones nor only its very last."""
+    says = "for n in $(seq 1 60); do echo \"line $n\"; done\nexit 1\n"
+    service = LocalService(python=_fake_engine(tmp_path, says), log_path=tmp_path / "engine.log")
+    with pytest.raises(local_service.ServiceFailed) as failed:
+        service.start()
+    status, *lines = str(failed.value).splitlines()
+    assert status == "the engine exited with status 1:" and lines[-3:] == ["line 58", "line 59", "line 60"]
+    assert "line 1" not in lines, lines
+
+
 def test_a_failed_start_is_said_in_one_line(tmp_path):
     """failure(): the last error (or critical) line's ``error``, or its event when it has none;
     else the last line of the log's tail less argparse's ``prog: error:`` (or a plain
@@ -197,11 +242,13 @@ def test_a_failed_start_is_said_in_one_line(tmp_path):
 
 def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
     """A log file of its own (no ``log_path``) goes with the service at the end of its
-    ``with`` block; the caller's log file stays. stop() before any start is 0."""
+    ``with`` block; the caller's log file stays. The end of the block stops the engine with
+    SIGTERM (it drains, as in production), not SIGKILL. stop() before any start is 0."""
     mine = LocalService(python=_fake_engine(tmp_path, STARTS))
     theirs = LocalService(python=_fake_engine(tmp_path, STARTS), log_path=tmp_path / "engine.log")
     assert theirs.stop() == 0
     for service in (mine, theirs):
         with service:
             assert service.log_path.exists()
+        assert service.process.returncode == -signal.SIGTERM
     assert not mine.log_path.exists() and theirs.log_path.exists()

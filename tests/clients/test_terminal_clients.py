@@ -2161,6 +2161,56 @@ def test_watch_screens_red_line_takes_its_row_from_the_board_not_the_log():
     run(scenario(), timeout_s=60)
 
 
+def test_the_connection_sign_logs_each_change_and_shows_the_red_line_while_down():
+    """ConnectionSign (clients.play and clients.watch): a log line where the stream drops (its
+    first try only, with the error) and where it comes back, none for the later tries or the
+    end; the red ``#connection`` line shown while the stream is down or given up, hidden once it
+    is back; ``lost`` only once it is given up (the screen then closes, "lost for good")."""
+    from types import SimpleNamespace
+
+    from textual.css.query import NoMatches
+
+    from clients.connection_sign import ConnectionSign
+
+    class Widget(SimpleNamespace):
+        def write(self, line):
+            self.lines.append(str(line))
+
+        def update(self, text):
+            self.text = text
+
+    class Screen(ConnectionSign):
+        def __init__(self, widgets):
+            self.widgets = widgets
+
+        def query_one(self, selector, kind):
+            if selector not in self.widgets:
+                raise NoMatches(selector)
+            return self.widgets[selector]
+
+    log, banner = Widget(lines=[]), Widget(text=None, display=False)
+    screen = Screen({"#log": log, "#connection": banner})
+    error = cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "the engine went away")
+    dropped, again = cg.StreamState(cg.RECONNECTING, 1, 3, error), cg.StreamState(cg.RECONNECTING, 2, 3, error)
+    assert screen.connection is None and not screen.lost
+    screen.on_connection(dropped)
+    assert log.lines == ["     connection lost (UNAVAILABLE: the engine went away): reconnecting"]
+    assert banner.display and banner.text == render.connection_text(dropped) and not screen.lost
+    screen.on_connection(again)
+    assert len(log.lines) == 1 and banner.display and banner.text == render.connection_text(again)
+    screen.on_connection(cg.StreamState(cg.RESUMED, 2, 3))
+    assert log.lines[1:] == ["     connection back after 2 tries: catching up"]
+    assert screen.connection is None and not banner.display and banner.text == "" and not screen.lost
+    screen.on_connection(dropped)
+    gave_up = cg.StreamState(cg.GAVE_UP, 3, 3, error)
+    screen.on_connection(gave_up)
+    assert len(log.lines) == 3 and screen.lost and screen.connection is gave_up
+    assert banner.display and banner.text == "connection lost for good after 3 tries"
+    bare = Screen({})  # a screen without the widgets (not mounted yet, or closing) is no error
+    bare.on_connection(dropped)
+    assert bare.connection is dropped and not bare.lost
+
+
 def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
     adds the deal's breakdown (KL-9.1 totals, who had more)."""
@@ -2266,6 +2316,11 @@ def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
     terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
     assert utf8.getvalue().decode("utf-8").strip() == "10♥"
+    errors = io.BytesIO()  # the one-line errors go to stderr there too, not among the output
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(errors, encoding="utf-8", write_through=True))
+    terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print("error: 10♥ is not yours")
+    assert errors.getvalue().decode("utf-8") == "error: 10♥ is not yours\n"
+    assert utf8.getvalue().decode("utf-8").strip() == "10♥"
 
 
 def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkeypatch):
@@ -2312,6 +2367,38 @@ def test_a_stream_whose_encoding_is_unknown_gets_ascii():
     assert not terminal_text.can_encode(stream)
     terminal_text.FallbackWriter(stream).write("10♥ → A♠ ✓\n")
     assert stream.getvalue() == "10H -> AS ?\n"
+
+
+def test_every_symbol_the_renderers_write_has_an_ascii_fallback():
+    """terminal_text: under a non-UTF-8 locale the suits are the rulebooks' letters (GJ-0.2,
+    JJK-0.2: S H D C) and every other symbol the renderers write (the arrows, dashes, the
+    ellipsis, the face-down card) something readable in ASCII, never a ``?`` where the output
+    could say what it is. A stream that names no encoding gets ASCII, and what it can hold of a
+    line is written unchanged."""
+    import io
+    from pathlib import Path
+
+    from clients import terminal_text
+
+    written = {c for module in ("render", "play", "watch")
+               for c in (Path(ROOT) / "clients" / f"{module}.py").read_text(encoding="utf-8") if ord(c) > 127}
+    assert written <= set(map(chr, terminal_text.ASCII_FALLBACKS)), written
+
+    class Unnamed(io.StringIO):
+        encoding = None
+
+    stream = Unnamed()
+    writer = terminal_text.FallbackWriter(stream)
+    assert writer.encoding == "ascii"
+    writer.write("A♠ K♥ Q♦ J♣ ▒ → ▶ — – … ·\n")
+    assert writer.write("10\u00b7\u00e9\n") == 5  # the characters written, as a text stream says
+    assert stream.getvalue() == "AS KH QD JC # -> > - - ... .\n10.?\n"
+    class Latin(io.StringIO):
+        encoding = "latin-1"
+
+    latin = Latin()
+    terminal_text.FallbackWriter(latin).write("caf\u00e9 \u00b7 10\n")
+    assert latin.getvalue() == "caf\u00e9 \u00b7 10\n"
 
 
 def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
