@@ -111,6 +111,19 @@ def test_the_registry_imports_and_lists_nothing_after_its_first_use(monkeypatch)
     assert get_game("jojotte").id == "jojotte" and all_game_ids() == GAMES
 
 
+@pytest.mark.parametrize("bad", ["no_such_game", "", None, ["klaberjass"], {"game": "jojotte"}])
+def test_an_unknown_game_id_of_any_type_is_unknown_game_naming_the_known_ids(bad):
+    """``get_game``: "UnknownGame naming the known ids otherwise" (registry docstring; the
+    service's ``UNKNOWN_GAME``, docs/api.md): an unhashable id included, never a TypeError,
+    the ids in the order they are listed to users."""
+    from engine_service.rules import UnknownGame
+
+    with pytest.raises(UnknownGame) as err:
+        get_game(bad)
+    assert err.value.message == f"unknown game {bad!r}; known games: {', '.join(GAMES)}"
+    assert GAMES[:4] == ["klaberjass", "jojotte", "georgian_joker", "japanese_joker"]
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be
