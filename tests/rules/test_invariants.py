@@ -742,6 +742,22 @@ def test_a_sample_agrees_with_a_view_on_everything_the_view_says_and_nothing_mor
     assert view_agrees(None, None) and not view_agrees(0, None) and not view_agrees({}, [])
 
 
+def test_a_json_copy_turns_tuples_into_lists_and_shares_no_container():
+    """``views.json_copy`` (how a state's own records go into a view): dicts, lists and tuples
+    as lists, copied all the way down, so the reader can change any part of its view without
+    touching the record (the docstring's "shares no container")."""
+    from engine_service.rules.views import json_copy
+
+    inner = {"cards": ["AS", "KS"]}
+    record = {"tricks": (inner, [inner]), "winner": 0, "name": "x"}
+    copied = json_copy(record)
+    assert copied == {"tricks": [inner, [inner]], "winner": 0, "name": "x"}
+    assert type(copied["tricks"]) is list
+    copied["tricks"][0]["cards"].append("QS")
+    copied["tricks"][1][0]["cards"].clear()
+    assert record == {"tricks": ({"cards": ["AS", "KS"]}, [{"cards": ["AS", "KS"]}]), "winner": 0, "name": "x"}
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_determinize_reads_only_the_view(game_id):
     """Every game samples a state the seat cannot tell from the real one, from its view alone;
