@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine_service.__main__ import main
 
 
@@ -202,3 +204,13 @@ def test_a_file_whose_name_is_not_utf8_is_named_with_its_byte_escaped(tmp_path, 
     out = capsys.readouterr().out
     assert out.startswith(f"{tmp_path}/kl\\xff.json: ok\n{tmp_path}/gone\\xff.json: error: ")
     out.encode("utf-8")  # nothing a UTF-8 standard output refuses
+
+
+def test_replay_without_a_file_is_a_usage_error(capsys):
+    """``python -m engine_service replay [--check] FILE...`` (replay_cli docstring): at least one
+    file; none is argparse's usage error (status 2) naming FILE, not a quiet ``0`` that checked
+    nothing."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["replay", "--check"])
+    assert exit_.value.code == 2
+    assert "the following arguments are required: FILE" in capsys.readouterr().err

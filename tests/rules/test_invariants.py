@@ -111,6 +111,19 @@ def test_the_registry_imports_and_lists_nothing_after_its_first_use(monkeypatch)
     assert get_game("jojotte").id == "jojotte" and all_game_ids() == GAMES
 
 
+@pytest.mark.parametrize("bad", ["no_such_game", "", None, ["klaberjass"], {"game": "jojotte"}])
+def test_an_unknown_game_id_of_any_type_is_unknown_game_naming_the_known_ids(bad):
+    """``get_game``: "UnknownGame naming the known ids otherwise" (registry docstring; the
+    service's ``UNKNOWN_GAME``, docs/api.md): an unhashable id included, never a TypeError,
+    the ids in the order they are listed to users."""
+    from engine_service.rules import UnknownGame
+
+    with pytest.raises(UnknownGame) as err:
+        get_game(bad)
+    assert err.value.message == f"unknown game {bad!r}; known games: {', '.join(GAMES)}"
+    assert GAMES[:4] == ["klaberjass", "jojotte", "georgian_joker", "japanese_joker"]
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be
@@ -727,6 +740,22 @@ def test_a_sample_agrees_with_a_view_on_everything_the_view_says_and_nothing_mor
         assert not view_agrees(sample, wrong), wrong
     assert not view_agrees(None, {}) and not view_agrees([], {}) and not view_agrees("KS", ["K", "S"])
     assert view_agrees(None, None) and not view_agrees(0, None) and not view_agrees({}, [])
+
+
+def test_a_json_copy_turns_tuples_into_lists_and_shares_no_container():
+    """``views.json_copy`` (how a state's own records go into a view): dicts, lists and tuples
+    as lists, copied all the way down, so the reader can change any part of its view without
+    touching the record (the docstring's "shares no container")."""
+    from engine_service.rules.views import json_copy
+
+    inner = {"cards": ["AS", "KS"]}
+    record = {"tricks": (inner, [inner]), "winner": 0, "name": "x"}
+    copied = json_copy(record)
+    assert copied == {"tricks": [inner, [inner]], "winner": 0, "name": "x"}
+    assert type(copied["tricks"]) is list
+    copied["tricks"][0]["cards"].append("QS")
+    copied["tricks"][1][0]["cards"].clear()
+    assert record == {"tricks": ({"cards": ["AS", "KS"]}, [{"cards": ["AS", "KS"]}]), "winner": 0, "name": "x"}
 
 
 @pytest.mark.parametrize("game_id", GAMES)

@@ -418,6 +418,18 @@ def test_draw_first_dealer_is_uniform_and_pure():
     assert GAME.draw_first_dealer([CODES[c] for c in GAME.pack]) == 0
 
 
+def test_the_pack_order_of_the_first_declarers_draw_ends_x1_x2():
+    """JJK-1.1 / JJK-2.2 (D): the draw's "position in the game's pack order"
+    (docs/games/japanese_joker.md) is the order S H D C, each A ... 6 (no 6S, no 6C), then
+    X1 X2: a pack topped by X1 (position 34) gives seat 0, by X2 (35) seat 1."""
+    assert [CODES[c] for c in GAME.pack] == (
+        [r + "S" for r in "AKQJT987"] + [r + "H" for r in "AKQJT9876"]
+        + [r + "D" for r in "AKQJT9876"] + [r + "C" for r in "AKQJT987"] + ["X1", "X2"])
+    rest = [CODES[c] for c in GAME.pack[:34]]
+    assert GAME.draw_first_dealer(["X1", "X2"] + rest) == 0
+    assert GAME.draw_first_dealer(["X2", "X1"] + rest) == 1
+
+
 # ---- JJK-4: columns ---------------------------------------------------------------------------
 
 SEED = json.loads(json.dumps(dict(VECTORS)["japanese_joker_seed_first_tricks.json"]))
