@@ -153,15 +153,15 @@ def test_the_engine_listens_on_loopback_with_the_settings_given(tmp_path):
 def test_the_environment_given_is_the_engines_whole_environment(tmp_path, monkeypatch):
     """``env`` is the engine's environment in place of the caller's (a setting the caller has
     in its own, CARDGAMES_DB say, would otherwise reach the engine), run in ``cwd``."""
-    monkeypatch.setenv("CARDGAMES_ONLY_THE_CALLERS", "1")
+    monkeypatch.setenv("CARDGAMES_DB", "callers.sqlite3")
     says = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 4321, "
-            "\\\"env\\\": \\\"${CARDGAMES_ONLY_THE_CALLERS-none} ${CARDGAMES_GIVEN-none}\\\", "
+            "\\\"env\\\": \\\"${CARDGAMES_DB-none} ${CARDGAMES_LOG_LEVEL-none}\\\", "
             "\\\"cwd\\\": \\\"$(pwd)\\\"}\"\nexec sleep 60\n")
-    service = LocalService(python=_fake_engine(tmp_path, says), env={"PATH": os.environ["PATH"], "CARDGAMES_GIVEN": "2"},
+    service = LocalService(python=_fake_engine(tmp_path, says), env={"PATH": os.environ["PATH"], "CARDGAMES_LOG_LEVEL": "debug"},
                            cwd=tmp_path, log_path=tmp_path / "engine.log")
     try:
         line = service.start().find_log("grpc_server_started")[-1]
-        assert line["env"] == "none 2" and line["cwd"] == str(tmp_path), line
+        assert line["env"] == "none debug" and line["cwd"] == str(tmp_path), line
     finally:
         service.kill()
 
