@@ -162,6 +162,9 @@ def seat_configs(game: Any, seats: Sequence[SeatConfig], host: BotHostLike | Non
         if s.kind not in ("open", "bot"):
             raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS", field=f"seats[{i}]")
         if s.kind == "bot":
+            if not s.bot:  # as the API's own check refuses it (codec), so both paths agree
+                raise BadRequest(f"seat {i}: a bot seat needs the bot's name",
+                                 reason="MISSING_FIELD", field=f"seats[{i}].bot.name")
             check_bot(s.bot, game.id, host)
     return seats
 
@@ -169,7 +172,7 @@ def seat_configs(game: Any, seats: Sequence[SeatConfig], host: BotHostLike | Non
 def check_bot(bot: str, game_id: str, host: BotHostLike | None) -> None:
     """``bot`` is installed and plays ``game_id`` (a bot seat, a match's takeover bot)."""
     if not bot:
-        raise BadRequest("a bot seat needs a bot name", reason="UNKNOWN_BOT")
+        raise BadRequest("a bot needs a name", reason="UNKNOWN_BOT", bot=bot)
     if host is None or not host.plays(bot, game_id):
         known = sorted(b.name for b in _installed(host) if game_id in b.games)
         raise BadRequest(f"no bot {bot!r} plays {game_id}; available: {', '.join(known) or 'none'}",

@@ -371,6 +371,9 @@ def test_an_unknown_bot_is_refused_naming_the_bots_that_play_the_game_in_order()
         assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": bot})
         assert info.value.message == f"no bot {bot!r} plays klaberjass; available: alpha, zeta"
     assert check_bot("zeta", "klaberjass", host) is None
+    with pytest.raises(BadRequest) as info:  # no name: still the documented ``bot`` key
+        check_bot("", "klaberjass", host)
+    assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": ""})
     with pytest.raises(TakeoverBotUnavailable) as none:
         check_takeover_bot("random", CatalogHost({}))
     assert str(none.value) == ("'random' is not an installed bot; installed bots: none; able to take "

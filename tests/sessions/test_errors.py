@@ -550,7 +550,9 @@ def test_bad_create_requests():
             assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
-            assert (info.value.reason, info.value.message) == ("UNKNOWN_BOT", "a bot seat needs a bot name")
+            # the session layer refuses it as the API's codec does (docs/api.md "Errors")
+            assert (info.value.reason, info.value.metadata) == ("MISSING_FIELD", {"field": "seats[1].bot.name"})
+            assert info.value.message == "seat 1: a bot seat needs the bot's name"
             for kind in ("robot", ""):  # each seat open or a bot: no kind is neither
                 with pytest.raises(BadRequest) as info:
                     await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig(kind)]))
