@@ -40,11 +40,17 @@ START_POLL_S = 0.01
 
 
 class ServiceFailed(RuntimeError):
-    """The engine exited or did not start in time; the message ends with its last log lines."""
+    """The engine exited or did not start in time; the message ends with its last 30 log lines
+    (:meth:`LocalService.log_tail`)."""
 
 
 class LocalService:
-    """The engine as a child process (see the module docstring)."""
+    """The engine as a child process (see the module docstring).
+
+    ``admin_token`` goes to the engine in ``CARDGAMES_ADMIN_TOKEN``, never on its command line;
+    ``None`` or ``""`` starts it without one (an empty variable is unset, docs/operations.md:
+    the admin API then refuses every call), and a token in the caller's environment is never
+    passed on. ``env`` replaces the caller's environment for the child."""
 
     def __init__(self, *, db: str = "memory:", admin_token: str | None = None, port: int = 0,
                  metrics_port: int | None = None, args: Sequence[str] = (),

@@ -120,9 +120,10 @@ STARTS = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 432
 def test_the_admin_token_goes_in_the_environment_and_only_the_one_given(tmp_path):
     """The engine's admin token is the one given (``admin_token``), in its environment, never
     on its command line (anyone on the machine reads that); one in the caller's environment is
-    not passed on, so that an engine started without a token has none."""
+    not passed on, so that an engine started without a token has none; ``""`` is no token, as
+    the engine reads an empty variable (docs/operations.md), so none is set."""
     env = dict(os.environ, CARDGAMES_ADMIN_TOKEN="the caller's")
-    for token, has in ((None, "none"), ("s3cret-t0ken", "s3cret-t0ken")):
+    for token, has in ((None, "none"), ("", "none"), ("s3cret-t0ken", "s3cret-t0ken")):
         service = LocalService(python=_fake_engine(tmp_path, STARTS), env=env, admin_token=token,
                                log_path=tmp_path / f"engine-{has}.log")
         try:
