@@ -209,3 +209,32 @@ def test_upgrades_names_the_schema_version_of_this_release_and_what_each_one_add
     assert int(said) == sqlite.SCHEMA_VERSION
     missing = [v for v in range(2, sqlite.SCHEMA_VERSION + 1) if not re.search(rf"\bschema {v}\s+(?:added\s+)?`", upgrades)]
     assert not missing, f"schema versions whose changes Upgrades does not name: {missing}"
+
+
+def test_every_histogram_row_gives_the_buckets_the_engine_exports():
+    """The bucket table (docs/operations.md, after the metrics table) is each histogram's
+    upper bounds as exported: an operator reading a quantile, or writing an alert on a
+    ``le`` series (deploy/prometheus/alerts.yml does), relies on those bounds existing. One
+    row for every histogram, none for another metric."""
+    from prometheus_client import Histogram
+
+    from engine_service.observability.gc_pauses import BUCKETS as GC_BUCKETS
+    from engine_service.observability.gc_pauses import NAME as GC_NAME
+    from engine_service.observability.metrics import Metrics
+
+    metrics = Metrics(process_collectors=True)
+    bounds = {v._name: tuple(v._upper_bounds[:-1]) for v in vars(metrics).values() if isinstance(v, Histogram)}
+    gc_family = next(f for f in metrics.registry.collect() if f.name == GC_NAME)
+    bounds[GC_NAME] = tuple(sorted(float(s.labels["le"]) for s in gc_family.samples
+                                   if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"
+                                   and s.labels["generation"] == "0"))
+    assert bounds[GC_NAME] == GC_BUCKETS
+    table = DOC[DOC.index("| histogram | bucket upper bounds (s) |"):].split("\n\n", 1)[0]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        names, values = (cell.strip() for cell in row.split("|")[1:-1])
+        for name in re.findall(r"`(cardgames_[a-z_]+)`", names):
+            documented[name] = tuple(float(v) for v in values.split(", "))
+    assert documented == bounds
+    histograms = {m.family for m in exported_metrics().values() if m.type == "histogram"}
+    assert set(documented) == {h for h in histograms if h.startswith("cardgames_")}
