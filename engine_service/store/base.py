@@ -331,7 +331,7 @@ class Store(ABC):
     async def open(self) -> None:
         """Open (and create or migrate) the store; NotADatabase if it is not one of ours,
         DatabaseReadOnly if this process cannot write it, StoreInUse if another engine process
-        holds it (after the store's lock wait)."""
+        holds it (after the store's lock wait). Opening an open store does nothing."""
 
     @abstractmethod
     async def close(self) -> None:

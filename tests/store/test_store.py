@@ -1507,6 +1507,24 @@ def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_r
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_opening_an_open_store_changes_nothing(kind, make):
+    """A second ``open()`` of an open store does nothing (Store.open): it neither takes the
+    database again (the engine's own lock would refuse it as another engine's) nor reopens
+    what is open, and one ``close()`` still closes the store."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.open()
+        assert (await st.load_match("m1")).record.match_id == "m1"
+        assert [m.record.match_id for m in await st.list_matches()] == ["m1"]
+        await st.close()
+        with pytest.raises(StoreError, match="closed"):
+            await st.load_match("m1")
+    run(go())
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_closed_store_refuses_work(kind, make):
     """Every call of a closed store, read or write, is a StoreError (a manager that goes on
     after its store closed must not write into, or serve from, what no longer persists),
