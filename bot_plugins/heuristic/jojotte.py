@@ -7,8 +7,8 @@
   clears a bar; the opponent overcalls no trump with aces and tens everywhere, and doubles only
   a hand that clearly wins the comparison (JJ-9.4 multiplies both players' trick points).
 * **Seven exchange** (JJ-4.2): the seven of the shortest side suit goes for the trump turn-up.
-* **Nullo / slam** (JJ-4.3, JJ-4.4): nullo only with a hand of small cards; slam only with
-  near-certain tricks.
+* **Nullo / slam** (JJ-4.3, JJ-4.4): nullo only with a hand of small cards; slam only when
+  every one of the nine tricks is sure, whatever the opponent holds (``all_tricks_sure``).
 * **Play** (JJ-6): win valuable tricks (a trick is worth its single most valuable card, JJ-8.2)
   with the cheapest card that wins, keep the king before the queen of trumps with "jo" then
   "jotte" announced (JJ-7.2), and in a nullo the nullo player ducks while the other leads low
@@ -96,6 +96,43 @@ def strain_value(hand: list[str], trump: str | None) -> float:
     return v + meld_value(hand, trump)
 
 
+def _masters(mine: list[str], theirs: list[str], order: Mapping[str, int]) -> bool:
+    """Each of ``mine`` (one suit) wins its trick when led, top first, against an opponent
+    holding all of ``theirs`` who keeps his best and follows with his lowest."""
+    mine = sorted(mine, key=lambda c: order[rank(c)], reverse=True)
+    theirs = sorted(theirs, key=lambda c: order[rank(c)])
+    for card in mine:
+        if theirs and order[rank(card)] < order[rank(theirs[-1])]:
+            return False
+        theirs = theirs[1:]
+    return True
+
+
+def all_tricks_sure(hand: list[str], trump: str | None, unknown: list[str]) -> bool:
+    """A slam (JJ-4.4: all nine tricks) cannot be lost, whatever cards of ``unknown`` the
+    opponent holds. He leads the first trick (JJ-6.1): to a suit the hand lacks, a trump
+    must win it (JJ-6.4; none in no trump: lost), which spends one trump; every later trick
+    is the hand's lead, trumps first (as many as his, so none is left to ruff), then each
+    card a master of its suit (``_masters``)."""
+    groups = by_suit(hand)
+    for s in SUITS:
+        if s == trump or groups.get(s) or not any(suit(c) == s for c in unknown):
+            continue
+        trumps = groups.get(trump, []) if trump else []
+        if not trumps:
+            return False
+        # the ruff spends the lowest trump; the rest must still draw every trump out
+        groups = dict(groups)
+        groups[trump] = sorted(trumps, key=lambda c: TRUMP_ORDER[rank(c)])[1:]
+        break
+    for s, cards in groups.items():
+        theirs = [c for c in unknown if suit(c) == s]
+        if not _masters(cards, theirs, TRUMP_ORDER if s == trump else PLAIN_ORDER):
+            return False
+    # the trumps must also outnumber his: one he keeps may ruff a side card
+    return not trump or len(groups[trump]) >= sum(1 for c in unknown if suit(c) == trump)
+
+
 class JojotteHeuristic:
     def decide(self, request: DecisionRequest) -> str:
         view, legal = request.view, list(request.legal)
@@ -112,11 +149,11 @@ class JojotteHeuristic:
                         for c in hand)
             return "nullo" if small and not any(rank(c) in "AT" for c in hand) else "pass"
         if any(a.startswith("slam:") for a in legal):
-            contract = table.get("contract") or {}
-            strain = contract.get("strain")
-            t = None if strain in (None, "NT") else strain
-            sure = sum(1 for c in hand if (t and suit(c) == t and rank(c) in "J9A") or rank(c) == "A")
-            return next(a for a in legal if a.startswith("slam:")) if sure >= 8 else "pass"
+            seen = set(hand) | {table[k] for k in ("turn_up", "info_card") if table.get(k)}
+            unknown = [c for c in ALL_CARDS if c not in seen]
+            slams = [a for a in legal if a.startswith("slam:")
+                     and all_tricks_sure(hand, None if a == "slam:NT" else a[5:], unknown)]
+            return slams[0] if slams else "pass"
         if not any(a.startswith("play:") for a in legal):
             return neutral_choice(legal)
         return self._play(view, legal, hand)

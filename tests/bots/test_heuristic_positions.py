@@ -496,6 +496,48 @@ def test_jj_a_nullo_is_answered_by_a_slam_only_with_every_trick_sure():
     assert decide("jojotte", state) == "play:9S"
 
 
+def test_jj_a_nullo_is_answered_by_a_slam_when_no_trick_can_be_lost():
+    # spades accepted under the turned-up seven; the declarer holds every other spade and the
+    # ace and ten of hearts. The defender leads (JJ-6.1): a diamond or club is ruffed (JJ-6.4),
+    # then the trumps, all masters, leave him none, and the ace and ten of hearts head his
+    # king: all nine tricks, so the nullo is answered by the slam (JJ-4.4, 500 above, JJ-9.6).
+    # Its docstring's rule: the bot passed every slam window, its sure-trick bar (8) above
+    # the six its count could reach.
+    defender = ["9H", "8H", "7H", "9D", "8D", "7D", "9C", "8C", "QC"]
+    slam = ["JS", "9S", "AS", "TS", "KS", "QS", "8S", "AH", "TH"]
+    state = jj_deal(slam, defender, "7S")
+    state.apply("accept", 0)
+    while "nullo" not in state.view(state.to_act())["legal"]:
+        state.apply("pass", state.to_act())
+    state.apply("nullo", 1)
+    assert state.view(0)["legal"] == ["slam:S", "pass"]
+    assert decide("jojotte", state) == "slam:S"
+
+
+def test_jj_every_trick_sure_counts_what_the_opponent_may_hold():
+    """``all_tricks_sure``: the opponent may hold every card the seat has not seen (JJ-6.1:
+    he leads first; JJ-6.3, JJ-6.4: following, beating and ruffing)."""
+    from bot_plugins.heuristic.jojotte import ALL_CARDS, all_tricks_sure
+
+    def sure(hand, trump, seen=("7S",)):
+        return all_tricks_sure(hand, trump, [c for c in ALL_CARDS if c not in set(hand) | set(seen)])
+
+    # every spade but the turn-up, the ace and ten of hearts: sure (the ruff spends the eight)
+    assert sure(["JS", "9S", "AS", "TS", "KS", "QS", "8S", "AH", "TH"], "S")
+    # the nine of hearts loses to his king on the second round of hearts
+    assert not sure(["JS", "9S", "AS", "TS", "KS", "QS", "8S", "AH", "9H"], "S")
+    # the jack and nine of trumps are above his ace (JJ-1.4 trump order): still sure
+    assert sure(["JS", "9S", "TS", "KS", "QS", "8S", "AH", "TH", "AD"], "S", seen=("7D",))
+    # his ace of trumps outranks the ten: a trump trick lost
+    assert not sure(["TS", "KS", "QS", "8S", "AH", "TH", "AD", "AC", "TC"], "S", seen=("7D",))
+    # four trumps to his four: after the ruff of his first lead three are left to draw four
+    assert not sure(["JS", "9S", "AS", "TS", "AH", "TH", "KH", "QH", "AD"], "S", seen=("7D",))
+    assert sure(["JS", "9S", "AS", "TS", "KS", "AH", "TH", "KH", "AD"], "S", seen=("7D",))
+    # no trump (JJ-6.7): a void suit is one he leads and wins
+    assert sure(["AS", "TS", "KS", "AH", "TH", "KH", "AD", "TD", "AC"], None)
+    assert not sure(["AS", "TS", "KS", "AH", "TH", "KH", "AD", "TD", "KD"], None)
+
+
 # ---- the heuristics' card arithmetic against the rulebooks -------------------------------------
 
 def test_kl_sequence_points_and_trick_strength_follow_the_rulebook():
