@@ -11,8 +11,9 @@ The game is about the *exact* bid (GJ-7): every decision serves "take exactly ``
   value (GJ-4.3) moves the bid to the nearer legal side.
 * **Play** (GJ-5, GJ-6): while tricks are still needed, win with the cheapest card that wins
   for sure (last to play: the cheapest winner; earlier: a master card), spend a joker ``high``
-  when the tricks still needed are as many as the chances left; lead masters, or a ``high``
-  joker naming the suit of our best remaining honour. Once the bid is reached, duck: the highest
+  following when at most one of the cards left may fail (tricks needed >= cards left - 1),
+  when last to play, or when no other joker is out; lead masters, or (at most one card to
+  spare) a ``high`` joker naming the suit of our best remaining honour. Once the bid is reached, duck: the highest
   card that still loses, a joker ``low``, lead the lowest card. Once it cannot be made any more,
   take every trick going (a miss scores 10 per trick, and a khishti, GJ-7.4, is avoided by any
   trick at all).
