@@ -29,22 +29,57 @@ function statusDetails(root, details) {
   return Buffer.from(Status.encode(Status.fromObject({ code: 10, message: 'stale', details: any })).finish());
 }
 
+/** A failed call as grpc-js gives it to a stub's callback or stream: `code` a grpc.status name. */
+function grpcError(code, details = 'gone', metadata = new grpc.Metadata()) {
+  return { code: grpc.status[code], details, metadata };
+}
+
 /**
- * A Client with no channel whose `method` calls are kept in `requests` (each passed through
- * `record` first) and answered with `reply`.
+ * A Client with no channel (`options` the Client's) whose generated stub is a fake answering
+ * each method of `answers` (any other method is not there): `answers[method]` is a function
+ * `(request, n)` of the request and the method's call number n (1, 2...), an array whose n-th
+ * entry answers the n-th call (a call past its end fails the test: none was expected), or an
+ * answer given to every call. A unary method's answer is its reply, or a grpcError (a numeric
+ * `code`) that the call fails with, or a promise of either (answered when it settles);
+ * WatchMatch's is a stream, or `[events, error]` for scriptedStream. Every call is kept in
+ * `calls`, in order, as {method, request, metadata, options, at: Date.now() when made}, and its
+ * request in `requests`.
  */
-function recordingClient(method, reply, record = (request) => request) {
+function stubClient(answers, options) {
   const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
+  const client = new Client('127.0.0.1:9', options);
   client.stub.close();
+  const calls = [];
   const requests = [];
-  client.stub = {
-    [method](request, metadata, options, callback) {
-      requests.push(record(request));
-      callback(null, reply);
-    },
+  const made = {};
+  const answer = (method, request) => {
+    made[method] = (made[method] || 0) + 1;
+    const script = answers[method];
+    if (typeof script === 'function') return script(request, made[method]);
+    if (!Array.isArray(script)) return script;
+    if (made[method] > script.length) assert.fail(`${method} call ${made[method]}: only ${script.length} scripted`);
+    return script[made[method] - 1];
   };
-  return { client, requests };
+  const record = (method, request, metadata, callOptions) => {
+    calls.push({ method, request, metadata, options: callOptions, at: Date.now() });
+    requests.push(request);
+  };
+  client.stub = {};
+  for (const method of Object.keys(answers)) {
+    client.stub[method] = method === 'WatchMatch'
+      ? (request, metadata) => {
+        record(method, request, metadata);
+        const stream = answer(method, request);
+        return Array.isArray(stream) ? scriptedStream(...stream) : stream;
+      }
+      : (request, metadata, callOptions, callback) => {
+        record(method, request, metadata, callOptions);
+        const reply = (given) => (Number.isInteger(given && given.code) ? callback(given) : callback(null, given));
+        const given = answer(method, request);
+        if (given && typeof given.then === 'function') given.then(reply); else reply(given);
+      };
+  }
+  return { client, calls, requests };
 }
 
 test('an ABORTED error carries its reason, metadata and the current view', () => {
@@ -715,14 +750,14 @@ test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Pyth
   const { api } = require('../cardgames');
   const method = api.CardGamesService.service.CreateMatch;
   // the request as the engine receives it: encoded as the channel does, then decoded
-  const { client, requests: sent } = recordingClient('CreateMatch', { match: { match_id: 'm1' } },
-    (request) => method.requestDeserialize(method.requestSerialize(request)));
+  const { client, requests } = stubClient({ CreateMatch: { match: { match_id: 'm1' } } });
+  const sent = (n) => method.requestDeserialize(method.requestSerialize(requests[n]));
   await client.createMatch('klaberjass', { spectatorsAllowed: false, spectatorDelayActions: 12 });
-  assert.strictEqual(sent[0].spectators_allowed, false);  // set, not absent (absent: allowed)
-  assert.strictEqual(Number(sent[0].spectator_delay_actions), 12);
+  assert.strictEqual(sent(0).spectators_allowed, false);  // set, not absent (absent: allowed)
+  assert.strictEqual(Number(sent(0).spectator_delay_actions), 12);
   await client.createMatch('klaberjass');  // unset: the engine's defaults (spectators allowed, live)
-  assert.strictEqual(sent[1].spectators_allowed, undefined);
-  assert.strictEqual(Number(sent[1].spectator_delay_actions || 0), 0);
+  assert.strictEqual(sent(1).spectators_allowed, undefined);
+  assert.strictEqual(Number(sent(1).spectator_delay_actions || 0), 0);
   // a misspelt or unknown key was dropped: the match was made open to spectators all the same
   for (const spec of [{ spectatorsAllowd: false }, { spectators_allowed: false }, { decks: [] }]) {
     await assert.rejects(client.createMatch('klaberjass', spec),
@@ -730,11 +765,11 @@ test('createMatch sends spectatorsAllowed and spectatorDelayActions (as the Pyth
   }
   await assert.rejects(client.createMatch('klaberjass', { spectatorsAllowed: 'no' }), TypeError);
   await assert.rejects(client.createMatch('klaberjass', { spectatorDelayActions: 1.5 }), TypeError);
-  assert.strictEqual(sent.length, 2);
+  assert.strictEqual(requests.length, 2);
 });
 
 test('join refuses an option it does not take instead of dropping it', async () => {
-  const { client, requests } = recordingClient('JoinMatch', { match_id: 'm1', seat: 1, seat_token: 't' });
+  const { client, requests } = stubClient({ JoinMatch: { match_id: 'm1', seat: 1, seat_token: 't' } });
   const seat = await client.join('m1', { seat: 1, playerName: 'ada', clientJoinId: 'my-own-join-id-0001' });
   assert.strictEqual(seat.seat, 1);
   assert.deepStrictEqual([requests[0].seat, requests[0].player_name, requests[0].client_join_id], [1, 'ada', 'my-own-join-id-0001']);
@@ -746,13 +781,13 @@ test('join refuses an option it does not take instead of dropping it', async () 
 });
 
 test("createMatch: a seat null or 'open' is an open seat, any other string the bot of that name (as Python's create_match)", async () => {
-  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
+  const { client, requests } = stubClient({ CreateMatch: { match: { match_id: 'm1' } } });
   await client.createMatch('georgian_joker', { seats: [null, 'open', 'random', 'heuristic'] });
   assert.deepStrictEqual(requests[0].seats, [{ open: {} }, { open: {} }, { bot: { name: 'random' } }, { bot: { name: 'heuristic' } }]);
 });
 
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
-  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
+  const { client, requests } = stubClient({ CreateMatch: { match: { match_id: 'm1' } } });
   // OptionSpec.default_value as the loader gives it (oneofs: true adds `value`), false included
   await client.createMatch('georgian_joker', {
     options: {
@@ -1137,14 +1172,14 @@ test('calls send the seat token as "authorization: Bearer" and their arguments; 
 
 test('createMatch sends turnTimeS as a Duration, fractions included (Klaberjass, Jo-Jotte), and listed; a seat 0 answer is seat 0', async () => {
   // docs/api.md, CreateMatch: "Klaberjass and Jo-Jotte take fractions of a second"
-  const { client, requests } = recordingClient('CreateMatch', { match: { match_id: 'm1' } });
+  const { client, requests } = stubClient({ CreateMatch: { match: { match_id: 'm1' } } });
   await client.createMatch('jojotte', { turnTimeS: 12.5, listed: true, seats: [null, 'random'] });
   await client.createMatch('jojotte');
   assert.deepStrictEqual([requests[0].turn_time, requests[0].listed, requests[0].seats],
     [{ seconds: 12, nanos: 500000000 }, true, [{ open: {} }, { bot: { name: 'random' } }]]);
   assert.deepStrictEqual([requests[1].turn_time, requests[1].listed], [undefined, false]);
   // proto3 sends no zero: the answer of a join that took seat 0 has no `seat`
-  const joined = recordingClient('JoinMatch', { match_id: 'm1', seat_token: 't' });
+  const joined = stubClient({ JoinMatch: { match_id: 'm1', seat_token: 't' } });
   assert.strictEqual((await joined.client.join('m1', { seat: 0 })).seat, 0);
   await joined.client.join('m1');
   assert.deepStrictEqual(joined.requests.map((request) => request.seat), [0, undefined]); // seat 0 asked for, then any
