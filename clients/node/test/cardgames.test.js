@@ -300,17 +300,9 @@ test('the RequestInfo of an error is its requestId, named in an INTERNAL error\'
 });
 
 test('a call that timed out is repeated, a submit with the same client_action_id', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const requests = [];
-  client.stub = {
-    SubmitAction(request, metadata, options, callback) {
-      requests.push(request);
-      if (requests.length === 1) callback({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: new grpc.Metadata() });
-      else callback(null, { seq: 4, duplicate: true });
-    },
-  };
+  const { client, requests } = stubClient({
+    SubmitAction: [grpcError('DEADLINE_EXCEEDED', 'Deadline exceeded'), { seq: 4, duplicate: true }],
+  });
   const { Seat } = require('../cardgames');
   const reply = await new Seat(client, 'm1', 0, 't').submit('play:AS', 3);
   assert.deepStrictEqual(reply, { seq: 4, duplicate: true });
@@ -319,17 +311,10 @@ test('a call that timed out is repeated, a submit with the same client_action_id
 });
 
 test('a join that failed without an answer is repeated with the same client_join_id', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const requests = [];
-  client.stub = {
-    JoinMatch(request, metadata, options, callback) {
-      requests.push(request);
-      if (requests.length === 1) callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() });
-      else callback(null, { match_id: 'm1', seat: 1, seat_token: 'new' });
-    },
-  };
+  const joined = { match_id: 'm1', seat: 1, seat_token: 'new' };
+  const { client, requests } = stubClient({
+    JoinMatch: [grpcError('UNAVAILABLE', 'connection reset'), joined, joined, joined],
+  });
   const seat = await client.join('m1', { seat: 1, playerName: 'ada' });
   assert.deepStrictEqual([seat.matchId, seat.seat, seat.token], ['m1', 1, 'new']);
   assert.strictEqual(requests.length, 2);
@@ -342,54 +327,35 @@ test('a join that failed without an answer is repeated with the same client_join
 });
 
 test('a leave whose answer was lost is repeated; a void token after it means the seat was freed (as Python)', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const lost = (callback) => callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() });
-  const fake = (second) => {
-    const client = new Client('127.0.0.1:9');
-    client.stub.close();
-    const calls = [];
-    client.stub = {
-      LeaveMatch(request, metadata, options, callback) {
-        calls.push(['LeaveMatch', request.resign]);
-        if (calls.length === 1) lost(callback); else second(callback);
-      },
-      GetMatch(request, metadata, options, callback) {
-        calls.push(['GetMatch']);
-        callback(null, { match: { match_id: request.match_id, status: 'MATCH_STATUS_WAITING' } });
-      },
-    };
-    return { seat: new Seat(client, 'm1', 0, 't'), calls };
+  const { Seat } = require('../cardgames');
+  const lost = grpcError('UNAVAILABLE', 'connection reset');
+  const fake = (leaves) => {
+    const { client, calls } = stubClient({
+      LeaveMatch: leaves,
+      GetMatch: (request) => ({ match: { match_id: request.match_id, status: 'MATCH_STATUS_WAITING' } }),
+    });
+    const brief = () => calls.map((c) => (c.method === 'LeaveMatch' ? [c.method, c.request.resign] : [c.method]));
+    return { seat: new Seat(client, 'm1', 0, 't'), calls: brief };
   };
   // a resignation: the server answers the seat's own repeat OK with the ended match
-  const resigned = fake((callback) => callback(null, { match: { match_id: 'm1', status: 'MATCH_STATUS_FINISHED' } }));
+  const resigned = fake([lost, { match: { match_id: 'm1', status: 'MATCH_STATUS_FINISHED' } }]);
   assert.strictEqual((await resigned.seat.leave(true)).status, 'MATCH_STATUS_FINISHED');
-  assert.deepStrictEqual(resigned.calls, [['LeaveMatch', true], ['LeaveMatch', true]]);
+  assert.deepStrictEqual(resigned.calls(), [['LeaveMatch', true], ['LeaveMatch', true]]);
   // a waiting match's leave: the repeat's token is void, so the public summary is the answer
-  const freed = fake((callback) => callback({ code: grpc.status.UNAUTHENTICATED, details: 'bad token', metadata: new grpc.Metadata() }));
+  const freed = fake([lost, grpcError('UNAUTHENTICATED', 'bad token')]);
   assert.strictEqual((await freed.seat.leave()).status, 'MATCH_STATUS_WAITING');
-  assert.deepStrictEqual(freed.calls, [['LeaveMatch', false], ['LeaveMatch', false], ['GetMatch']]);
+  assert.deepStrictEqual(freed.calls(), [['LeaveMatch', false], ['LeaveMatch', false], ['GetMatch']]);
   // no lost answer: an error is thrown as it is, once
-  const refused = fake(() => assert.fail('no repeat'));
-  refused.seat.client.stub.LeaveMatch = (request, metadata, options, callback) => {
-    refused.calls.push(['LeaveMatch']);
-    callback({ code: grpc.status.FAILED_PRECONDITION, details: 'not active', metadata: new grpc.Metadata() });
-  };
+  const refused = fake([grpcError('FAILED_PRECONDITION', 'not active')]);
   await assert.rejects(refused.seat.leave(true), (error) => error.code === 'FAILED_PRECONDITION');
-  assert.deepStrictEqual(refused.calls, [['LeaveMatch']]);
+  assert.deepStrictEqual(refused.calls(), [['LeaveMatch', true]]);
 });
 
 test('a create that failed without an answer is repeated with the same client_create_id', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const requests = [];
-  client.stub = {
-    CreateMatch(request, metadata, options, callback) {
-      requests.push(request);
-      if (requests.length === 1) callback({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: new grpc.Metadata() });
-      else callback(null, { match: { match_id: 'm1' } });
-    },
-  };
+  const created = { match: { match_id: 'm1' } };
+  const { client, requests } = stubClient({
+    CreateMatch: [grpcError('DEADLINE_EXCEEDED', 'Deadline exceeded'), created, created, created],
+  });
   const match = await client.createMatch('klaberjass', { name: 'table' });
   assert.strictEqual(match.match_id, 'm1');
   assert.strictEqual(requests.length, 2);
