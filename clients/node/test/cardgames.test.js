@@ -369,23 +369,16 @@ test('a create that failed without an answer is repeated with the same client_cr
 });
 
 test('watch() reopens a rate-limited stream after the RetryInfo delay', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const opened = [];
-  const stream = scriptedStream;
-  client.stub = {
-    WatchMatch(request) {
-      opened.push({ after: request.after_seq, at: Date.now() });
-      if (opened.length === 1) return stream([{ kind: 'EVENT_KIND_SNAPSHOT', seq: 3 }], { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() });
-      if (opened.length === 2) return stream([], { code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(0, 300000000) });
-      return stream([{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]);
-    },
-  };
+  const { Seat } = require('../cardgames');
+  const { client, calls: opened } = stubClient({ WatchMatch: [
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 3 }], grpcError('UNAVAILABLE')],
+    [[], grpcError('RESOURCE_EXHAUSTED', 'too many requests', rateLimitedMetadata(0, 300000000))],
+    [[{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]],
+  ] });
   const seen = [];
   for await (const event of new Seat(client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
   assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 3], ['EVENT_KIND_ACTION', 4], ['EVENT_KIND_MATCH_ENDED', 4]]);
-  assert.deepStrictEqual(opened.map((o) => o.after), [undefined, 3, 3]);
+  assert.deepStrictEqual(opened.map((o) => o.request.after_seq), [undefined, 3, 3]);
   assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
 });
 
@@ -393,21 +386,18 @@ test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in 
   // A broken HTTP/2 stream (RST_STREAM) can end as INTERNAL or UNKNOWN: the Python library
   // reopens it with after_seq like a dropped one, but gives up on the fourth such failure in a
   // row without an event in between (a server fault would fail forever).
-  const { Client, Seat } = require('../cardgames');
-  const failure = (code) => ({ code: grpc.status[code], details: 'Received RST_STREAM with code 2', metadata: new grpc.Metadata() });
+  const { Seat } = require('../cardgames');
+  const failure = (code) => grpcError(code, 'Received RST_STREAM with code 2');
   const stream = scriptedStream;
   const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
   const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: active(seq) });
   const fake = (streams) => {
-    const client = new Client('127.0.0.1:9');
-    client.stub.close();
-    const opened = [];
-    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return streams(opened.length, request); } };
-    return { client, opened };
+    const { client, requests } = stubClient({ WatchMatch: streams });
+    return { client, opened: () => requests.map((request) => request.after_seq) };
   };
 
   // mid-match: each failure follows events, so the watch goes on; every event once, in order
-  const live = fake((n, request) => {
+  const live = fake((request, n) => {
     if (n === 1) return stream([{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }, action(1), action(2)], failure('INTERNAL'));
     if (n === 2) return stream([action(request.after_seq + 1)], failure('UNKNOWN'));
     if (n === 3) return stream([action(3), action(4)], failure('INTERNAL')); // 3 again: a replay too many
@@ -415,19 +405,19 @@ test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in 
   });
   const seen = [];
   for await (const event of new Seat(live.client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
-  assert.deepStrictEqual(live.opened, [undefined, 2, 3, 4]);
+  assert.deepStrictEqual(live.opened(), [undefined, 2, 3, 4]);
   assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 0], ['EVENT_KIND_ACTION', 1], ['EVENT_KIND_ACTION', 2],
     ['EVENT_KIND_ACTION', 3], ['EVENT_KIND_ACTION', 4], ['EVENT_KIND_ACTION', 5], ['EVENT_KIND_MATCH_ENDED', 5]]);
 
   // a stream that keeps failing without an event: 3 reopenings, then the fourth failure is thrown
   for (const code of ['INTERNAL', 'UNKNOWN']) {
-    const broken = fake((n) => stream(n === 1 ? [action(7)] : [], failure(code)));
+    const broken = fake((request, n) => stream(n === 1 ? [action(7)] : [], failure(code)));
     const got = [];
     await assert.rejects((async () => {
       for await (const event of new Seat(broken.client, 'm1', 0, 't').watch(6)) got.push(event.seq);
     })(), (error) => error instanceof CardGamesError && error.code === code);
     assert.deepStrictEqual(got, [7]);
-    assert.deepStrictEqual(broken.opened, [6, 7, 7, 7]);
+    assert.deepStrictEqual(broken.opened(), [6, 7, 7, 7]);
   }
 });
 
@@ -435,16 +425,12 @@ test('watch() tells onConnection when the stream drops, comes back and is given 
   // A screen cannot tell a dropped stream from a quiet table: the hook says 'reconnecting'
   // (try n of maxFailures) before each reopening, 'resumed' just before the first event of the
   // stream that came back, 'gave_up' before the error is thrown.
-  const { Client, Seat, RECONNECTING, RESUMED, GAVE_UP } = require('../cardgames');
-  const dropped = (code = 'UNAVAILABLE') => ({ code: grpc.status[code], details: 'Socket closed', metadata: new grpc.Metadata() });
-  const stream = scriptedStream;
+  const { Seat, RECONNECTING, RESUMED, GAVE_UP } = require('../cardgames');
+  const dropped = (code = 'UNAVAILABLE') => grpcError(code, 'Socket closed');
   const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: { seq, status: 'MATCH_STATUS_ACTIVE' } });
   const fake = (scripts) => {
-    const client = new Client('127.0.0.1:9');
-    client.stub.close();
-    const opened = [];
-    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return stream(...scripts[opened.length - 1]); } };
-    return { client, opened };
+    const { client, requests } = stubClient({ WatchMatch: scripts });
+    return { client, opened: () => requests.map((request) => request.after_seq) };
   };
   const brief = (c) => [c.state, c.attempt, c.maxAttempts, c.error ? c.error.code : undefined];
 
@@ -460,7 +446,7 @@ test('watch() tells onConnection when the stream drops, comes back and is given 
   for await (const event of new Seat(live.client, 'm1', 0, 't').watch(undefined, { onConnection, maxFailures: 5 })) {
     heard.push(['event', event.seq]);
   }
-  assert.deepStrictEqual(live.opened, [undefined, 3, 3, 5]);
+  assert.deepStrictEqual(live.opened(), [undefined, 3, 3, 5]);
   assert.deepStrictEqual(heard, [
     ['event', 2], ['event', 3],
     [RECONNECTING, 1, 5, 'UNAVAILABLE'], [RECONNECTING, 2, 5, 'UNAVAILABLE'],
@@ -478,7 +464,7 @@ test('watch() tells onConnection when the stream drops, comes back and is given 
     }
   })(), (error) => error instanceof CardGamesError && error.code === 'UNAVAILABLE');
   assert.deepStrictEqual(told, [['event', 7], [RECONNECTING, 1], [RECONNECTING, 2], [GAVE_UP, 2]]);
-  assert.deepStrictEqual(lost.opened, [6, 7, 7]);
+  assert.deepStrictEqual(lost.opened(), [6, 7, 7]);
 
   // INTERNAL four times in a row is given up too; NOT_FOUND is no drop (the hook hears nothing)
   for (const [code, expected] of [['INTERNAL', [RECONNECTING, RECONNECTING, RECONNECTING, GAVE_UP]], ['NOT_FOUND', []]]) {
@@ -497,11 +483,11 @@ test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and
   // No message, not even a heartbeat, for 3 intervals (as the server names them) + 1 s: the
   // stream is cancelled and reopened after the last seq, the hook told 'reconnecting' with
   // UNAVAILABLE / STREAM_SILENT. No interval named yet, or silenceTimeoutMs 0: it waits on.
-  const { Client, Seat, RECONNECTING, RESUMED } = require('../cardgames');
+  const { Seat, RECONNECTING, RESUMED } = require('../cardgames');
   const SILENT = 'silent';
   const stream = (events, end) => {
     let cancelled;
-    const gone = new Promise((resolve, reject) => { cancelled = () => reject({ code: grpc.status.CANCELLED, details: 'Cancelled on client', metadata: new grpc.Metadata() }); });
+    const gone = new Promise((resolve, reject) => { cancelled = () => reject(grpcError('CANCELLED', 'Cancelled on client')); });
     gone.catch(() => {});
     return {
       cancel() { cancelled(); },
@@ -513,17 +499,14 @@ test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and
   const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: { seq, status: 'MATCH_STATUS_ACTIVE' } });
   const ended = (seq) => ({ kind: 'EVENT_KIND_MATCH_ENDED', seq });
   const watch = async (scripts, options = {}) => {
-    const client = new Client('127.0.0.1:9');
-    client.stub.close();
-    const opened = [];
-    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return stream(...scripts[opened.length - 1]); } };
+    const { client, requests } = stubClient({ WatchMatch: (request, n) => stream(...scripts[n - 1]) });
     const heard = [];
     const seen = [];
     const started = Date.now();
     const onConnection = (c) => heard.push([c.state, c.error ? `${c.error.code} ${c.error.reason}` : undefined, Date.now() - started,
                                              c.error ? c.error.message : undefined]);
     for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { onConnection, ...options })) seen.push([event.kind, event.seq]);
-    return { opened, heard, seen };
+    return { opened: requests.map((request) => request.after_seq), heard, seen };
   };
 
   // every case at once, each watch on a client of its own
@@ -553,20 +536,16 @@ test('watch() reopens a stream cut while the match waited without after_seq: the
   // and the start is none (seq 0 before and after it). A fake server: WatchMatch without
   // after_seq starts with a snapshot of the match as it stands, with after_seq it replays the
   // actions after it; the first stream breaks while the match waits.
-  const { Client, Seat } = require('../cardgames');
-  const unavailable = { code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() };
+  const { Seat } = require('../cardgames');
+  const unavailable = grpcError('UNAVAILABLE', 'connection reset');
   const stream = scriptedStream;
   const view = (seq, status, toAct) => ({ seq, status, ...(toAct === undefined ? {} : { to_act: toAct }) });
   async function resume(playedMeanwhile) {
-    const client = new Client('127.0.0.1:9');
-    client.stub.close();
-    const opened = [];
     const match = { seq: 0, status: 'MATCH_STATUS_WAITING' };
     const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: view(seq, 'MATCH_STATUS_ACTIVE', seq % 2) });
-    client.stub = {
-      WatchMatch(request) {
-        opened.push(request.after_seq);
-        if (opened.length === 1) {
+    const { client, requests } = stubClient({
+      WatchMatch(request, n) {
+        if (n === 1) {
           const snapshot = { kind: 'EVENT_KIND_SNAPSHOT', view: view(0, match.status) }; // seq 0: not sent
           // cut while the match waits; meanwhile the last seat joins (and maybe some play)
           Object.assign(match, { seq: playedMeanwhile, status: 'MATCH_STATUS_ACTIVE' });
@@ -582,12 +561,12 @@ test('watch() reopens a stream cut while the match waited without after_seq: the
         const next = match.seq + 1;
         return stream([...replayed, action(next), { kind: 'EVENT_KIND_MATCH_ENDED', seq: next, view: view(next, 'MATCH_STATUS_FINISHED') }]);
       },
-    };
+    });
     const seen = [];
     for await (const event of new Seat(client, 'm1', 0, 't').watch()) {
       seen.push([event.kind, event.seq, event.view && event.view.status, event.view && event.view.to_act]);
     }
-    return { opened, seen };
+    return { opened: requests.map((request) => request.after_seq), seen };
   }
 
   // only the start happened meanwhile: the started view at once, not the waiting one until the first action
