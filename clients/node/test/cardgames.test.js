@@ -674,19 +674,13 @@ test('verifyDeal refuses a salt used at two positions', () => {
 });
 
 test('listBotLoadFailures returns the load_failures of a ListBots answer, through the real proto', async () => {
-  const { Client, api } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
+  const { api } = require('../cardgames');
   const method = api.CardGamesService.service.ListBots;
   const failure = { plugin: 'mybot', stage: 'import', reason: "ModuleNotFoundError: no module named 'numpyx'" };
   // the answer as the engine would send it: encoded, then decoded as the client's channel does
   const wire = method.responseSerialize({ bots: [{ name: 'random', games: ['klaberjass'], plugin: 'random' }],
     load_failures: [failure] });
-  client.stub = {
-    ListBots(request, metadata, options, callback) {
-      callback(null, method.responseDeserialize(wire));
-    },
-  };
+  const { client } = stubClient({ ListBots: () => method.responseDeserialize(wire) });
   assert.deepStrictEqual((await client.listBotLoadFailures()).map((f) => ({ ...f })), [failure]);
   assert.deepStrictEqual((await client.listBots()).map((b) => b.name), ['random']);
 });
@@ -770,21 +764,11 @@ test('play_vs_bot.js refuses an --option value its type cannot hold instead of s
 });
 
 test("watch() lets an error of the caller's own onConnection hook through as it is, not as a gRPC UNKNOWN", async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const scripts = [
-    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 2, view: { seq: 2, status: 'MATCH_STATUS_ACTIVE' } }],
-      { code: grpc.status.UNAVAILABLE, details: 'Socket closed', metadata: new grpc.Metadata() }],
+  const { Seat } = require('../cardgames');
+  const { client } = stubClient({ WatchMatch: [
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 2, view: { seq: 2, status: 'MATCH_STATUS_ACTIVE' } }], grpcError('UNAVAILABLE', 'Socket closed')],
     [[{ kind: 'EVENT_KIND_ACTION', seq: 3, view: { seq: 3, status: 'MATCH_STATUS_ACTIVE' } }]],
-  ];
-  let opened = 0;
-  client.stub = {
-    WatchMatch() {
-      const [events, error] = scripts[opened++];
-      return { cancel() {}, async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; } };
-    },
-  };
+  ] });
   class ScreenBug extends Error {}
   const onConnection = (change) => { if (change.state === 'resumed') throw new ScreenBug('the screen failed'); };
   // was a CardGamesError 'UNKNOWN: the screen failed', as if the engine had failed the stream
@@ -820,11 +804,8 @@ test('Client refuses an option it does not take instead of dropping it', () => {
 });
 
 test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  let opened = 0;
-  client.stub = { WatchMatch() { opened += 1; throw new Error('not to be opened'); } };
+  const { Seat } = require('../cardgames');
+  const { client, calls } = stubClient({ WatchMatch: [] }); // not to be opened
   const seat = new Seat(client, 'm1', 0, 't');
   // -1 cancelled every stream at once and reopened it forever; NaN was no limit at all;
   // maxFailures -1 gave up at the first drop, 1.5 or NaN never
@@ -835,7 +816,7 @@ test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async
     [{ maxFailures: NaN }, /not NaN/]]) {
     await assert.rejects(seat.watch(undefined, options).next(), (error) => error instanceof RangeError && pattern.test(error.message));
   }
-  assert.strictEqual(opened, 0);
+  assert.strictEqual(calls.length, 0);
 });
 
 test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again through an outage', async () => {
@@ -871,33 +852,16 @@ test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again thr
 });
 
 test('a call refused by a rate limit is sent again after the RetryInfo delay, within 10 tries', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const fake = (failures, options) => {
-    const client = new Client('127.0.0.1:9', options);
-    client.stub.close();
-    const calls = [];
-    client.stub = {
-      GetView(request, metadata, options, callback) {
-        calls.push(Date.now());
-        const failure = failures.shift();
-        if (failure) callback(failure); else callback(null, { view: { match_id: 'm1', seq: 2 } });
-      },
-      CreateMatch(request, metadata, options, callback) {
-        calls.push(Date.now());
-        callback(failures.shift());
-      },
-    };
-    return { client, calls };
-  };
-  const limited = (seconds, nanos) => ({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests',
-    metadata: rateLimitedMetadata(seconds, nanos) });
+  const { Seat } = require('../cardgames');
+  const limited = (seconds, nanos) => grpcError('RESOURCE_EXHAUSTED', 'too many requests', rateLimitedMetadata(seconds, nanos));
   // served after two refusals, each waited out (0.2 s)
-  const served = fake([limited(0, 200000000), limited(0, 200000000)]);
+  const served = stubClient({ GetView: [limited(0, 200000000), limited(0, 200000000), { view: { match_id: 'm1', seq: 2 } }] });
   assert.strictEqual((await new Seat(served.client, 'm1', 0, 't').view()).seq, 2);
-  assert.strictEqual(served.calls.length, 3);
-  assert.ok(served.calls[1] - served.calls[0] >= 190 && served.calls[2] - served.calls[1] >= 190, served.calls);
+  const at = served.calls.map((call) => call.at);
+  assert.strictEqual(at.length, 3);
+  assert.ok(at[1] - at[0] >= 190 && at[2] - at[1] >= 190, at);
   // a delay over 30 s is not waited: thrown at once
-  const long = fake([limited(31, 0)]);
+  const long = stubClient({ GetView: [limited(31, 0)] });
   await assert.rejects(new Seat(long.client, 'm1', 0, 't').view(),
     (error) => error.code === 'RESOURCE_EXHAUSTED' && error.reason === 'RATE_LIMITED' && error.retryDelayMs === 31000);
   assert.strictEqual(long.calls.length, 1);
@@ -911,56 +875,35 @@ test('a call refused by a rate limit is sent again after the RetryInfo delay, wi
   metadata.set('grpc-status-details-bin', Buffer.from(Status.encode(Status.fromObject({ code: 8, message: 'full',
     details: [{ type_url: 'type.googleapis.com/google.rpc.ErrorInfo',
       value: ErrorInfo.encode(ErrorInfo.fromObject({ reason: 'MAX_MATCHES', domain: 'cardgames.v1' })).finish() }] })).finish()));
-  const full = fake([{ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata }]);
+  const full = stubClient({ CreateMatch: [grpcError('RESOURCE_EXHAUSTED', 'full', metadata)] });
   await assert.rejects(full.client.createMatch('klaberjass'), (error) => error.reason === 'MAX_MATCHES');
   assert.strictEqual(full.calls.length, 1);
   // refused every time: the tenth refusal is thrown (each retry after the 1 ms RetryInfo delay
   // alone: the default backoff would add ~5 s)
-  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)), { backoffMs: () => 0 });
+  const always = stubClient({ GetView: Array.from({ length: 12 }, () => limited(0, 1000000)) }, { backoffMs: () => 0 });
   await assert.rejects(new Seat(always.client, 'm1', 0, 't').view(), (error) => error.reason === 'RATE_LIMITED');
   assert.strictEqual(always.calls.length, 10);
 });
 
 test('a leave refused by a rate limit, then UNAUTHENTICATED, lost no answer: the error is thrown', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const calls = [];
-  client.stub = {
-    LeaveMatch(request, metadata, options, callback) {
-      calls.push('LeaveMatch');
-      if (calls.length === 1) callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(0, 1000000) });
-      else callback({ code: grpc.status.UNAUTHENTICATED, details: 'unknown or expired seat token', metadata: new grpc.Metadata() });
-    },
-    GetMatch() { assert.fail('no freed seat to look up'); },
-  };
+  const { Seat } = require('../cardgames');
+  const { client, calls } = stubClient({
+    LeaveMatch: [grpcError('RESOURCE_EXHAUSTED', 'too many requests', rateLimitedMetadata(0, 1000000)),
+      grpcError('UNAUTHENTICATED', 'unknown or expired seat token')],
+    GetMatch: [], // no freed seat to look up
+  });
   await assert.rejects(new Seat(client, 'm1', 0, 't').leave(), (error) => error.code === 'UNAUTHENTICATED');
-  assert.deepStrictEqual(calls, ['LeaveMatch', 'LeaveMatch']);
+  assert.deepStrictEqual(calls.map((call) => call.method), ['LeaveMatch', 'LeaveMatch']);
 });
 
 test('backoffMs is the wait before a call is repeated and before watch() reopens its stream', async () => {
   const { Client, Seat, RECONNECTING } = require('../cardgames');
   const asked = [];
-  const client = new Client('127.0.0.1:9', { backoffMs: (attempt) => { asked.push(attempt); return 5 * attempt; } });
-  client.stub.close();
-  let tries = 0;
-  client.stub = {
-    ListGames(request, metadata, options, callback) {
-      tries += 1;
-      if (tries < 4) callback({ code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() });
-      else callback(null, { games: [] });
-    },
-    WatchMatch() {
-      tries += 1;
-      return {
-        cancel() {},
-        async* [Symbol.asyncIterator]() {
-          if (tries < 7) throw { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() };
-          yield { kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 };
-        },
-      };
-    },
-  };
+  const gone = grpcError('UNAVAILABLE');
+  const { client } = stubClient({
+    ListGames: [gone, gone, gone, { games: [] }],
+    WatchMatch: [[[], gone], [[], gone], [[{ kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]]],
+  }, { backoffMs: (attempt) => { asked.push(attempt); return 5 * attempt; } });
   assert.deepStrictEqual(await client.listGames(), []);
   assert.deepStrictEqual(asked, [0, 1, 2]);
   asked.length = 0;
@@ -1032,17 +975,9 @@ test('the default backoffMs is a full jitter up to 100 ms * 2^attempt, 2 s at mo
 });
 
 test('each try of a call has a deadline timeoutMs away', async () => {
-  const { Client } = require('../cardgames');
-  const client = new Client('127.0.0.1:9', { timeoutMs: 250 });
-  client.stub.close();
-  const left = [];
-  client.stub = {
-    ListGames(request, metadata, options, callback) {
-      left.push(options.deadline.getTime() - Date.now());
-      callback(null, { games: [] });
-    },
-  };
+  const { client, calls } = stubClient({ ListGames: { games: [] } }, { timeoutMs: 250 });
   await client.listGames();
+  const left = calls.map((call) => call.options.deadline.getTime() - call.at);
   assert.ok(left[0] > 0 && left[0] <= 250, `${left}`);
 });
 
@@ -1083,21 +1018,14 @@ test('tls, rootCertificates or serverName make a TLS channel; the channel option
 });
 
 test('calls send the seat token as "authorization: Bearer" and their arguments; the lobby page its token', async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9');
-  client.stub.close();
-  const sent = [];
-  const answer = (method, reply) => (request, metadata, options, callback) => {
-    sent.push([method, request, metadata.get('authorization')]);
-    callback(null, reply);
-  };
-  client.stub = {
-    ListBots: answer('ListBots', { bots: [] }),
-    RevealDeals: answer('RevealDeals', {}),
-    GetView: answer('GetView', { view: { seq: 1 } }),
-    LeaveMatch: answer('LeaveMatch', { match: { match_id: 'm1' } }),
-    ListOpenMatches: answer('ListOpenMatches', { matches: [{ match_id: 'm2' }], next_page_token: 'next' }),
-  };
+  const { Seat } = require('../cardgames');
+  const { client, calls } = stubClient({
+    ListBots: { bots: [] },
+    RevealDeals: {},
+    GetView: { view: { seq: 1 } },
+    LeaveMatch: { match: { match_id: 'm1' } },
+    ListOpenMatches: { matches: [{ match_id: 'm2' }], next_page_token: 'next' },
+  });
   const seat = new Seat(client, 'm1', 0, 'tok');
   await client.listBots('jojotte');
   assert.deepStrictEqual(await client.revealDeals('m1', 'tok'), []);
@@ -1105,7 +1033,7 @@ test('calls send the seat token as "authorization: Bearer" and their arguments; 
   await seat.view();
   await seat.leave(true);
   assert.deepStrictEqual(await client.listOpenMatchesPage('jojotte', 5, 'page2'), { matches: [{ match_id: 'm2' }], nextPageToken: 'next' });
-  assert.deepStrictEqual(sent, [
+  assert.deepStrictEqual(calls.map((call) => [call.method, call.request, call.metadata.get('authorization')]), [
     ['ListBots', { game: 'jojotte' }, []],
     ['RevealDeals', { match_id: 'm1' }, ['Bearer tok']],
     ['RevealDeals', { match_id: 'm1' }, []], // a spectator's
