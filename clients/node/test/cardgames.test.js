@@ -1093,25 +1093,16 @@ test('watch(0) opens with after_seq 0; a drop on the started view at seq 0 reope
   // docs/api.md, "Reconnecting without losing anything": a stream failed with UNAVAILABLE,
   // DEADLINE_EXCEEDED or CANCELLED is dropped; after_seq 0 on a started match with no action
   // yet begins with its SNAPSHOT at seq 0, so reopened without it the snapshot came twice
-  const { Client, Seat } = require('../cardgames');
-  const failure = (code) => ({ code: grpc.status[code], details: 'gone', metadata: new grpc.Metadata() });
-  const stream = scriptedStream;
+  const { Seat } = require('../cardgames');
+  const failure = (code) => grpcError(code);
   const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
   const fake = (scripts) => {
-    const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-    client.stub.close();
-    const opened = [];
-    client.stub = {
-      WatchMatch(request) {
-        opened.push(request.after_seq);
-        // past the script, or reopened without after_seq: a SNAPSHOT, then an error that ends the watch
-        if (opened.length > scripts.length || (request.after_seq === undefined && opened.length > 1)) {
-          return stream([{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }], failure('NOT_FOUND'));
-        }
-        return stream(...scripts[opened.length - 1]);
-      },
-    };
-    return { client, opened };
+    const { client, requests } = stubClient({
+      // past the script, or reopened without after_seq: a SNAPSHOT, then an error that ends the watch
+      WatchMatch: (request, n) => (n > scripts.length || (request.after_seq === undefined && n > 1)
+        ? [[{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }], failure('NOT_FOUND')] : scripts[n - 1]),
+    }, { backoffMs: () => 0 });
+    return { client, opened: () => requests.map((request) => request.after_seq) };
   };
   const watched = fake([
     [[{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }], failure('CANCELLED')],
@@ -1120,36 +1111,26 @@ test('watch(0) opens with after_seq 0; a drop on the started view at seq 0 reope
   ]);
   const seen = [];
   for await (const event of new Seat(watched.client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
-  assert.deepStrictEqual(watched.opened, [undefined, 0, 1]);
+  assert.deepStrictEqual(watched.opened(), [undefined, 0, 1]);
   assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 0], ['EVENT_KIND_ACTION', 1], ['EVENT_KIND_ACTION', 2], ['EVENT_KIND_MATCH_ENDED', 2]]);
   // the first stream opens as asked: watch(0) replays every action from the start
   const fromStart = fake([[[{ kind: 'EVENT_KIND_MATCH_ENDED', seq: 3 }]]]);
   for await (const event of new Seat(fromStart.client, 'm1', 0, 't').watch(0)) assert.strictEqual(event.seq, 3);
-  assert.deepStrictEqual(fromStart.opened, [0]);
+  assert.deepStrictEqual(fromStart.opened(), [0]);
 });
 
 test('watch() reopens a stream the server ended before the match did, and ends with a TERMINATED match; a failed GetMatch is thrown', async () => {
   // docs/api.md: 'reconnecting' comes before every reopening after a drop "or a stream the
   // server ended cleanly (none)"; a GetMatch failing INTERNAL is no broken stream to reopen
   // (and no 'gave_up': reconnecting cannot fix it)
-  const { Client, Seat, RECONNECTING } = require('../cardgames');
+  const { Seat, RECONNECTING } = require('../cardgames');
   const fake = (statuses) => {
-    const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-    client.stub.close();
-    const opened = [];
-    client.stub = {
-      WatchMatch(request) {
-        opened.push(request.after_seq);
-        const events = opened.length === 1 ? [{ kind: 'EVENT_KIND_ACTION', seq: 5, view: { seq: 5, status: 'MATCH_STATUS_ACTIVE' } }] : [];
-        return { cancel() {}, async* [Symbol.asyncIterator]() { yield* events; } };
-      },
-      GetMatch(request, metadata, options, callback) {
-        const status = statuses.shift();
-        if (status === undefined) callback({ code: grpc.status.NOT_FOUND, details: 'asked once too often', metadata: new grpc.Metadata() });
-        else if (status === 'INTERNAL') callback({ code: grpc.status.INTERNAL, details: 'boom', metadata: new grpc.Metadata() });
-        else callback(null, { match: { match_id: 'm1', status } });
-      },
-    };
+    const { client, calls } = stubClient({
+      // the server ends each stream cleanly, the first after an action
+      WatchMatch: (request, n) => [n === 1 ? [{ kind: 'EVENT_KIND_ACTION', seq: 5, view: { seq: 5, status: 'MATCH_STATUS_ACTIVE' } }] : []],
+      GetMatch: statuses.map((status) => (status === 'INTERNAL' ? grpcError('INTERNAL', 'boom') : { match: { match_id: 'm1', status } })),
+    }, { backoffMs: () => 0 });
+    const opened = () => calls.filter((call) => call.method === 'WatchMatch').map((call) => call.request.after_seq);
     return { client, opened };
   };
   const ended = fake(['MATCH_STATUS_ACTIVE', 'MATCH_STATUS_TERMINATED']);
@@ -1157,42 +1138,38 @@ test('watch() reopens a stream the server ended before the match did, and ends w
   const onConnection = (c) => heard.push([c.state, c.attempt, c.error]);
   const seen = [];
   for await (const event of new Seat(ended.client, 'm1', 0, 't').watch(4, { onConnection })) seen.push(event.seq);
-  assert.deepStrictEqual([seen, ended.opened, heard], [[5], [4, 5], [[RECONNECTING, 1, undefined]]]);
+  assert.deepStrictEqual([seen, ended.opened(), heard], [[5], [4, 5], [[RECONNECTING, 1, undefined]]]);
 
   const failed = fake(['INTERNAL']);
   heard.length = 0;
   await assert.rejects((async () => {
     for await (const event of new Seat(failed.client, 'm1', 0, 't').watch(4, { onConnection })) assert.strictEqual(event.seq, 5);
   })(), (error) => error instanceof CardGamesError && error.code === 'INTERNAL');
-  assert.deepStrictEqual([failed.opened, heard], [[4], []]);
+  assert.deepStrictEqual([failed.opened(), heard], [[4], []]);
 });
 
 test("watch(): the caller's own time between events is no silence (docs: only the waits for the next message count)", async () => {
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-  client.stub.close();
-  let opened = 0;
-  client.stub = {
+  const { Seat } = require('../cardgames');
+  const { client, calls } = stubClient({
     WatchMatch() {
-      opened += 1;
       let cancelled = false;
       const events = [{ kind: 'EVENT_KIND_ACTION', seq: 5 }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 5 }];
       return {
         cancel() { cancelled = true; },
         async* [Symbol.asyncIterator]() {
           for (const e of events) {
-            if (cancelled) throw { code: grpc.status.CANCELLED, details: 'Cancelled on client', metadata: new grpc.Metadata() };
+            if (cancelled) throw grpcError('CANCELLED', 'Cancelled on client');
             yield e;
           }
         },
       };
     },
-  };
+  }, { backoffMs: () => 0 });
   const heard = [];
   for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { silenceTimeoutMs: 100, onConnection: (c) => heard.push(c.state) })) {
     if (event.kind === 'EVENT_KIND_ACTION') await sleep(300); // the caller decides, slowly
   }
-  assert.deepStrictEqual([opened, heard], [1, []]);
+  assert.deepStrictEqual([calls.length, heard], [1, []]);
 });
 
 test('pause() waits the whole delay when the channel is connected already', async () => {
@@ -1206,7 +1183,7 @@ test('pause() waits the whole delay when the channel is connected already', asyn
 });
 
 test('a rate limit\'s delay of 30 s is waited, one over 30 s is thrown at once (docs/api.md, "Rate limits")', async () => {
-  const { Client, Seat } = require('../cardgames');
+  const { Seat } = require('../cardgames');
   const waits = [];
   const realSetTimeout = global.setTimeout;
   // the library's own waits are recorded, and cut short: no test waits 30 s (grpc-js' timers,
@@ -1218,22 +1195,14 @@ test('a rate limit\'s delay of 30 s is waited, one over 30 s is thrown at once (
   };
   try {
     for (const [seconds, nanos, tries, waited] of [[30, 0, 2, [30000]], [30, 1000000, 1, []]]) {
-      const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-      client.stub.close();
-      let calls = 0;
-      client.stub = {
-        GetView(request, metadata, options, callback) {
-          calls += 1;
-          if (calls === 1) {
-            callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(seconds, nanos) });
-          } else callback(null, { view: { seq: 2 } });
-        },
-      };
+      const { client, calls } = stubClient({
+        GetView: [grpcError('RESOURCE_EXHAUSTED', 'too many requests', rateLimitedMetadata(seconds, nanos)), { view: { seq: 2 } }],
+      }, { backoffMs: () => 0 });
       waits.length = 0;
       const view = new Seat(client, 'm1', 0, 't').view();
       if (tries === 2) assert.strictEqual((await view).seq, 2);
       else await assert.rejects(view, (error) => error.reason === 'RATE_LIMITED' && error.retryDelayMs === 30001);
-      assert.deepStrictEqual([calls, waits], [tries, waited], `${seconds} s ${nanos} ns`);
+      assert.deepStrictEqual([calls.length, waits], [tries, waited], `${seconds} s ${nanos} ns`);
     }
   } finally {
     global.setTimeout = realSetTimeout;
@@ -1298,23 +1267,15 @@ test('PACKS: Klaberjass and Jo-Jotte 32 cards (KL-1.1, JJ-1.1), the Jokers 36 wi
 
 test('watch() with maxFailures 0 gives up at the first drop, reopening nothing', async () => {
   // its RangeError says "0 or more": 0 is a limit, not a mistake
-  const { Client, Seat, GAVE_UP } = require('../cardgames');
-  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-  client.stub.close();
-  let opened = 0;
-  client.stub = {
-    WatchMatch() {
-      opened += 1;
-      return { cancel() {}, async* [Symbol.asyncIterator]() { throw { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() }; } };
-    },
-  };
+  const { Seat, GAVE_UP } = require('../cardgames');
+  const { client, calls } = stubClient({ WatchMatch: [[[], grpcError('UNAVAILABLE')]] }, { backoffMs: () => 0 });
   const heard = [];
   await assert.rejects((async () => {
     for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { maxFailures: 0, onConnection: (c) => heard.push([c.state, c.attempt]) })) {
       assert.fail(`no event: ${event.kind}`);
     }
   })(), (error) => error.code === 'UNAVAILABLE');
-  assert.deepStrictEqual([opened, heard], [1, [[GAVE_UP, 0]]]);
+  assert.deepStrictEqual([calls.length, heard], [1, [[GAVE_UP, 0]]]);
 });
 
 test("play_vs_bot.js takes every gRPC scheme Python's _target_problem takes, in any case; a switch takes no value, a flag needs one", () => {
@@ -1376,23 +1337,19 @@ test('a --ca file of 1 MiB is read (larger is refused, as Python\'s read_bounded
 test('watch() cancels its stream when the caller stops early, and its silence limit ends with the stream', async () => {
   // an async iterator left with break is told so (return()): the stream it holds open would
   // keep one of the seat's streams (--max-streams-per-seat, docs/api.md MAX_SEAT_STREAMS)
-  const { Client, Seat } = require('../cardgames');
-  const client = new Client('127.0.0.1:9', { backoffMs: () => 0 });
-  client.stub.close();
+  const { Seat } = require('../cardgames');
   const opened = [];
   let getMatchAfterMs = 0;
-  client.stub = {
+  const { client } = stubClient({
     WatchMatch(request) {
       if (getMatchAfterMs && opened.length) throw new Error('reopened'); // fails the test at once
-      const stream = { cancelled: false, request };
-      opened.push(stream);
       const events = request.after_seq === 3 ? [{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_ACTION', seq: 5 }] : [];
-      return Object.assign(stream, { cancel() { stream.cancelled = true; }, async* [Symbol.asyncIterator]() { yield* events; } });
+      const stream = Object.assign(scriptedStream(events), { cancelled: false, cancel() { stream.cancelled = true; } });
+      opened.push(stream);
+      return stream;
     },
-    GetMatch(request, metadata, options, callback) {
-      setTimeout(() => callback({ code: grpc.status.NOT_FOUND, details: 'no such match', metadata: new grpc.Metadata() }), getMatchAfterMs);
-    },
-  };
+    GetMatch: () => sleep(getMatchAfterMs).then(() => grpcError('NOT_FOUND', 'no such match')),
+  }, { backoffMs: () => 0 });
   for await (const event of new Seat(client, 'm1', 0, 't').watch(3)) {
     assert.strictEqual(event.seq, 4);
     break;
