@@ -38,8 +38,9 @@ function grpcError(code, details = 'gone', metadata = new grpc.Metadata()) {
  * A Client with no channel (`options` the Client's) whose generated stub is a fake answering
  * each method of `answers` (any other method is not there): `answers[method]` is a function
  * `(request, n)` of the request and the method's call number n (1, 2...), an array whose n-th
- * entry answers the n-th call (a call past its end fails the test: none was expected), or an
- * answer given to every call. A unary method's answer is its reply, or a grpcError (a numeric
+ * entry answers the n-th call (a call past its end was not expected: the stub throws an
+ * AssertionError, which a unary call gives as an UNKNOWN failure), or an answer given to every
+ * call. A unary method's answer is its reply, or a grpcError (a numeric
  * `code`) that the call fails with, or a promise of either (answered when it settles);
  * WatchMatch's is a stream, or `[events, error]` for scriptedStream. Every call is kept in
  * `calls`, in order, as {method, request, metadata, options, at: Date.now() when made}, and its
