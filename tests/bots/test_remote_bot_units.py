@@ -210,8 +210,10 @@ def test_an_older_view_than_its_own_last_action_is_not_decided():
     while the view of seq 6 itself (the seat acts again, e.g. it took the trick) is decided."""
     session = ScriptedSession([snapshot(4), action(5), action(6), action(7, my_turn=False), ended(8)],
                               submits=[6, 8])
-    play(session)
+    _, stats = play(session)
     assert session.submitted == [(LEGAL[0], 4), (LEGAL[0], 6)]
+    # the result line's "thinking" is the decisions' time added up (0.5 s each here)
+    assert stats.decisions == 2 and stats.think_s == 1.0
 
 
 def test_a_snapshot_behind_its_last_action_is_the_match_as_it_stands():
@@ -242,6 +244,31 @@ def test_the_callbacks_get_views_of_their_own_at_the_start_each_deal_end_and_the
     assert all(a["hand"] for a in runner.asked)
 
 
+def test_a_snapshot_restored_to_fewer_scored_deals_is_no_deal_end():
+    """docs/bots.md: on_deal_end gets "the view right after the deal's last action". A SNAPSHOT
+    of a match restored from a backup (docs/api.md, Watching) with fewer deals scored than the
+    seat saw ended no deal: no on_deal_end for it, nor for the deal it takes up again."""
+    bot = Recorder()
+    session = ScriptedSession([snapshot(5, deals_scored=3, my_turn=False), snapshot(2, deals_scored=2, my_turn=False),
+                               ended(4)])
+    play(session, ScriptedRunner(bot))
+    assert [c[0] for c in bot.calls] == ["on_match_start", "on_match_end"]
+
+
+def test_the_bot_plays_the_seat_the_session_took():
+    """on_match_start(game_id, seat, view) and each decision get the seat taken (seat 1 here,
+    its own views), not seat 0."""
+    state = next(s for s in iter_states(get_game(GAME), 1) if s.to_act() == 1)
+    view = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=copy.deepcopy(state.view(1)), seat=1))
+    session = ScriptedSession([event(match_pb2.EVENT_KIND_SNAPSHOT, 1, view), ended(3)])
+    session.seat = 1
+    bot = Recorder()
+    runner = ScriptedRunner(bot)
+    play(session, runner)
+    assert bot.calls[0][:3] == ("on_match_start", GAME, 1)
+    assert [a["seat"] for a in runner.asked] == [1] and session.submitted == [(state.view(1)["legal"][0], 1)]
+
+
 def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
     """docs/bots.md: a callback "that raises is ignored" (the name of its exception on
     stderr); a bot without callbacks is called for none."""
@@ -250,12 +277,16 @@ def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
         def on_match_start(self, game_id, seat, view):
             raise ValueError("secret")
 
+        def on_deal_end(self, view):
+            raise RuntimeError("secret")  # whatever it raises
+
         on_match_end = 7  # not callable: not a callback
 
-    session = ScriptedSession([snapshot(1), ended(3)])
+    session = ScriptedSession([snapshot(1), action(2, deals_scored=1, my_turn=False), ended(3)])
     play(session, ScriptedRunner(Raises()))
     assert session.submitted == [(LEGAL[0], 1)]
-    assert capsys.readouterr().err.splitlines() == ["remote_bot: on_match_start raised ValueError"]
+    assert capsys.readouterr().err.splitlines() == ["remote_bot: on_match_start raised ValueError",
+                                                    "remote_bot: on_deal_end raised RuntimeError"]
 
 
 def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
@@ -472,6 +503,28 @@ def test_totals_last_trick_to_act_seat_and_table_come_back_as_the_rules_core_has
     back = round_trip(view, seat=None)
     assert back["totals"] == totals and back["last_trick"] is None
     assert back["to_act"] is None and back["seat"] is None and back["table"] == {}
+
+
+def test_a_finished_matchs_over_and_winners_come_back():
+    """docs/bots.md: after the match's last deal the view's ``over`` is true (docs/api.md: the
+    final view has ``over`` and ``winners``), as on_match_end sees it."""
+    back = round_trip(dict(THEIRS, over=True, winners=[0, 2], to_act=None))
+    assert back["over"] is True and back["winners"] == [0, 2]
+    assert round_trip(MINE)["over"] is False and round_trip(MINE)["winners"] == []
+
+
+def test_each_view_is_a_copy_of_its_own():
+    """docs/bots.md: the bot may change its view; the loop rebuilds another one from the same
+    message for the auto-move and the callbacks, so no list of a rebuilt view is the message's
+    own (a protobuf repeated field changed in place would change the message)."""
+    message = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=MINE, seat=0))
+    first = remote_bot.view_dict(message)
+    want = copy.deepcopy(first)
+    for key, value in first.items():
+        if key in ("hand", "hand_sizes", "legal", "trick", "tricks_taken", "totals", "winners"):
+            assert type(value) is list, key
+            value.append(99)
+    assert remote_bot.view_dict(message) == want
 
 
 def test_a_view_without_table_has_an_empty_table():
