@@ -24,6 +24,7 @@ from engine_service.transport.generated import card_games_pb2, match_pb2
 from tests.rules.playout import iter_states
 
 GAME = "klaberjass"
+TOKEN = "seat-token-7f3a9c"  # a seat token: a secret, never on stdout or stderr
 
 
 def _views() -> tuple[dict, dict]:
@@ -91,6 +92,7 @@ class ScriptedSession:
 
     seat = 0
     match_id = "M"
+    token = TOKEN
 
     def __init__(self, events: list, submits: list | None = None, views: list | None = None,
                  turn_time_s: float | None = None) -> None:
@@ -335,6 +337,28 @@ def test_a_move_the_engine_did_not_answer_is_decided_again_on_the_view_read_at_a
     assert session.submitted == [(LEGAL[0], 1), (LEGAL[0], 3)]
     assert session.view_calls == 2 and stats.unanswered == 1
     assert f"the engine did not answer {LEGAL[0]} ({code.name}); deciding again" in capsys.readouterr().err
+
+
+def test_no_line_it_prints_while_playing_names_the_seat_token(capsys):
+    """The seat token is the seat's secret (docs/bots.md: a remote bot "gets a seat token and
+    nothing more"): every line the loop prints (--verbose's, a callback's failure, a bot's
+    failure, a move the engine did not answer) leaves it out."""
+
+    class Raises:
+        def on_match_start(self, game_id, seat, view):
+            raise ValueError("boom")
+
+        def on_match_end(self, view):
+            raise ValueError("boom")
+
+    session = ScriptedSession([snapshot(1), heartbeat(), action(3), ended(5)],
+                              submits=[unavailable(), 3, 4], views=[wire_view(2)])
+    runner = ScriptedRunner(Raises(), replies=[Reply(None, "illegal", "str")])
+    _, stats = play(session, runner, verbose=True)
+    assert stats.unanswered == 1 and stats.failures == {"illegal": 1} and len(session.submitted) == 3
+    out, err = capsys.readouterr()
+    assert out and err.count("remote_bot: ") == 4, err
+    assert TOKEN not in out + err
 
 
 def test_a_view_the_engine_refuses_after_an_unanswered_move_ends_the_program():
@@ -615,30 +639,41 @@ class Lobby:
         self.calls.append(("create_match", game, kwargs))
         return match_pb2.MatchSummary(match_id="NEW", game=game)
 
-    async def join(self, match_id: str, **kwargs: Any) -> str:
+    async def join(self, match_id: str, **kwargs: Any) -> ScriptedSession:
         self.calls.append(("join", match_id, kwargs))
-        return "session"
+        self.session = ScriptedSession([])
+        return self.session
 
 
 def test_it_creates_the_table_asked_for_and_takes_its_seat(capsys):
     lobby = Lobby()
     args = parsed("--game", "japanese_joker", "--seat", "1", "--opponents", "search", "--option", "target_score=11",
                   "--turn-time", "30", "--name", "ada")
-    assert asyncio.run(remote_bot.open_seat(lobby, args, get_game("japanese_joker"))) == "session"
+    assert asyncio.run(remote_bot.open_seat(lobby, args, get_game("japanese_joker"))) is lobby.session
     assert lobby.calls == [
         ("create_match", "japanese_joker", {"options": {"target_score": 11}, "seats": ["search", None],
                                             "turn_time_s": 30.0, "name": "heuristic (remote)"}),
         ("join", "NEW", {"seat": 1, "player_name": "ada"})]
-    assert capsys.readouterr().err == "match NEW: japanese_joker, heuristic in seat 1\n"
+    assert capsys.readouterr() == ("", "match NEW: japanese_joker, heuristic in seat 1\n")  # no seat token
+
+
+def test_a_new_match_without_seat_takes_seat_0(capsys):
+    """--seat's help: "default: the first open one / 0": seat 0 of a match it creates (whose
+    other open seats, --opponents open, come after it or not at all)."""
+    lobby = Lobby()
+    args = parsed("--game", "georgian_joker", "--opponents", "open")
+    asyncio.run(remote_bot.open_seat(lobby, args, get_game("georgian_joker")))
+    assert lobby.calls[-1] == ("join", "NEW", {"seat": 0, "player_name": "remote bot"})
 
 
 @pytest.mark.parametrize("argv, seat", [(["--seat", "1"], 1), ([], None)])
-def test_it_joins_the_match_asked_for_in_the_seat_asked_for(argv, seat):
+def test_it_joins_the_match_asked_for_in_the_seat_asked_for(argv, seat, capsys):
     """--match joins that match, in --seat or the first open one, under --name (default
-    "remote bot")."""
+    "remote bot"), saying nothing (the seat token above all)."""
     lobby = Lobby()
     asyncio.run(remote_bot.open_seat(lobby, parsed("--match", "M7", *argv), get_game("japanese_joker")))
     assert lobby.calls == [("join", "M7", {"seat": seat, "player_name": "remote bot"})]
+    assert capsys.readouterr() == ("", "")
 
 
 class Engine:
