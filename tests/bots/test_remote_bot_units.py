@@ -613,6 +613,8 @@ def test_a_new_matchs_options_are_typed():
 @pytest.mark.parametrize("option, says", [
     ("nosuch=5", "--option nosuch: klaberjass has no such option (options: kl_bella_announcement, kl_bella_order, "),
     ("kl_schmeiss=yes", "--option option 'kl_schmeiss': invalid value \"yes\"; allowed: true, false"),
+    # true/false is a bool option's value only: not an int option's (a bool is an int in Python)
+    ("kl_target_score=true", "--option option 'kl_target_score': invalid value \"true\"; allowed: an integer >= 1"),
     ("kl_target_score=0", "--option option 'kl_target_score': invalid value 0; allowed: an integer >= 1"),
     ("kl_target_score=soon", "--option option 'kl_target_score': invalid value \"soon\"; allowed: an integer >= 1"),
     (f"kl_target_score={2**63}", f"--option option 'kl_target_score': invalid value {2**63}; allowed: an integer >= 1"),
@@ -694,7 +696,8 @@ class Engine:
 
 def test_run_plays_the_joined_match_with_the_flags_asked_and_prints_the_result(monkeypatch, capsys):
     """run(): the match's game from the engine, --budget-ms in milliseconds, --seed and
-    --verbose passed on, and one result line on stdout."""
+    --verbose passed on, and one result line on stdout, with the seat taken (no --seat: the
+    first open one, seat 0 here)."""
     import contextlib
 
     from clients.cardgames_client import FileArgument
@@ -717,7 +720,7 @@ def test_run_plays_the_joined_match_with_the_flags_asked_and_prints_the_result(m
 
     monkeypatch.setattr(remote_bot, "connect", connect)
     monkeypatch.setattr(remote_bot, "play_seat", play_seat)
-    args = parsed("--match", "M7", "--seat", "0", "--budget-ms", "250", "--seed", "9", "--verbose",
+    args = parsed("--match", "M7", "--budget-ms", "250", "--seed", "9", "--verbose",
                   "--tls", "--server-name", "engine.example")
     args.ca = FileArgument("ca.pem", b"PEM")  # as --ca reads it
     catalog = load_catalog(PluginSettings.resolve(environ={}))
@@ -829,6 +832,24 @@ def test_the_defaults_of_a_decision():
     """--budget-ms: "default 1000" (its help); --seed 0."""
     args = parsed("--game", GAME)
     assert (args.budget_ms, args.seed, args.verbose) == (1000.0, 0, False)
+
+
+def test_a_bot_is_required(capsys):
+    """Every usage of the module's docstring names --bot: without it nothing says which bot to
+    play (it is no default bot), a usage error."""
+    with pytest.raises(SystemExit) as refused:
+        remote_bot.main(["--game", GAME])
+    assert refused.value.code == 2
+    assert "error: the following arguments are required: --bot" in capsys.readouterr().err
+
+
+def test_an_empty_db_with_a_target_is_a_usage_error_too(capsys):
+    """README: --db "given with --target" is a usage error: ``--db=`` too (an unset variable in a
+    script), the flag given whatever its value."""
+    with pytest.raises(SystemExit) as refused:
+        remote_bot.main(["--bot", "random", "--game", GAME, "--target", "127.0.0.1:1", "--db="])
+    assert refused.value.code == 2
+    assert "error: --db is the database of the engine started without --target" in capsys.readouterr().err
 
 
 def test_neither_a_match_nor_a_game_is_a_usage_error(capsys):
