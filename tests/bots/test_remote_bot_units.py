@@ -246,15 +246,21 @@ def test_the_callbacks_get_views_of_their_own_at_the_start_each_deal_end_and_the
     assert all(a["hand"] for a in runner.asked)
 
 
-def test_a_snapshot_restored_to_fewer_scored_deals_is_no_deal_end():
+def test_a_snapshot_restored_to_fewer_scored_deals_is_no_deal_end_and_the_deal_dealt_again_ends():
     """docs/bots.md: on_deal_end gets "the view right after the deal's last action". A SNAPSHOT
-    of a match restored from a backup (docs/api.md, Watching) with fewer deals scored than the
-    seat saw ended no deal: no on_deal_end for it, nor for the deal it takes up again."""
+    of a match restored from a backup (docs/api.md, Watching: the match as it now stands) with
+    fewer deals scored than the seat saw ended no deal: no on_deal_end for it. The deal it
+    takes up again is dealt again (docs/api.md, Fair dealing) and its end is a deal's end like
+    any other: it was not reported, the loop counting from the most deals it had ever seen. A
+    SNAPSHOT with more deals scored (a stream resumed more than --snapshot-threshold actions
+    behind, docs/api.md) is a deal's end, as an ACTION's view would be."""
     bot = Recorder()
     session = ScriptedSession([snapshot(5, deals_scored=3, my_turn=False), snapshot(2, deals_scored=2, my_turn=False),
-                               ended(4)])
+                               action(3, deals_scored=3, my_turn=False), snapshot(200, deals_scored=5, my_turn=False),
+                               ended(201)])
     play(session, ScriptedRunner(bot))
-    assert [c[0] for c in bot.calls] == ["on_match_start", "on_match_end"]
+    assert [c[:2] for c in bot.calls] == [("on_match_start", GAME), ("on_deal_end", 3), ("on_deal_end", 5),
+                                          ("on_match_end", THEIRS["phase"])]
 
 
 def test_the_bot_plays_the_seat_the_session_took():
