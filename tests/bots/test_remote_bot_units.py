@@ -114,6 +114,10 @@ class ScriptedSession:
         return summary
 
     async def watch(self, after_seq: int | None = None):
+        # docs/bots.md: on_match_start gets "the view when its stream opens": a stream opened
+        # with an after_seq replays the actions after it, each with the view of its moment
+        # (docs/api.md, Watching); one opened without starts with a SNAPSHOT of the current view
+        assert after_seq is None, "the stream is opened without after_seq"
         assert self.events[0].kind == match_pb2.EVENT_KIND_SNAPSHOT, "a stream opens with a SNAPSHOT"
         for item in self.events:
             yield item
@@ -471,6 +475,19 @@ class TestDecisionThread:
 
         assert asyncio.run(go()) == ("caller's", True)
 
+    def test_an_answer_wakes_the_waiting_loop_at_once(self):
+        """The answer is handed to the loop thread-safely (call_soon_threadsafe): set from the
+        thread itself, the future's callbacks waited for something else to wake the loop (here
+        the 3 s timeout), and so did the decision's auto-move."""
+        import time
+
+        async def go() -> float:
+            started = time.monotonic()
+            assert await asyncio.wait_for(remote_bot._in_daemon_thread(lambda: time.sleep(0.1) or "e2"), 3) == "e2"
+            return time.monotonic() - started
+
+        assert asyncio.run(go()) < 1.5
+
     def test_an_answer_after_its_future_was_cancelled_or_its_loop_closed_is_dropped(self, monkeypatch):
         """A cancelled future (nobody waits) is not set; a loop closed meanwhile is not an
         exception in the thread."""
@@ -571,6 +588,12 @@ class FixedClock:
 
     def now(self) -> float:
         return self._now
+
+
+def test_a_turn_timer_never_lengthens_the_budget():
+    """docs/bots.md: --budget-ms is *shortened* to the turn timer: a budget shorter than the
+    match's turn time less the margin stays as it is."""
+    assert remote_bot.decision_budget(match_pb2.View(), 2.0, 8.0, FixedClock(990.0)) == 2.0
 
 
 @pytest.mark.parametrize("deadline, turn_time_s, budget", [
