@@ -314,6 +314,19 @@ def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
     assert "remote_bot: recorder failed (exception: ValueError at bot.py:1 in decide); auto-move" in err
 
 
+def test_the_auto_move_is_the_matchs_games():
+    """docs/bots.md: a failure is replaced by "the rulebook's auto-move": the rulebook of the
+    match's game (Japanese Joker here, JJK-10.3), not Klaberjass's."""
+    jj = get_game("japanese_joker")
+    state = next(s for s in iter_states(jj, 2) if s.to_act() == 0 and len(s.view(0)["legal"]) > 1)
+    view = copy.deepcopy(state.view(0))
+    message = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=view, seat=0))
+    session = ScriptedSession([event(match_pb2.EVENT_KIND_SNAPSHOT, 1, message), ended(3)])
+    runner = ScriptedRunner(replies=[Reply(None, "illegal", "str")])
+    asyncio.run(asyncio.wait_for(remote_bot.play_seat(session, runner, "recorder", "japanese_joker", budget_s=5.0), 30))
+    assert session.submitted == [(jj.auto_move(view), 1)]
+
+
 def test_a_stale_action_or_a_match_that_ended_meanwhile_is_decided_again_at_the_next_event():
     """docs/bots.md: an action decided on a view no longer current is refused by the server
     and the bot decides again on the next event; so is an action that found the match ended."""
