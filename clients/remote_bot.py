@@ -216,6 +216,9 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             started = True
             results_seen = len(view["deal_results"])
             _call(bot, "on_match_start", game_id, session.seat, view_dict(current))
+        if event.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+            # restored from a backup: deals it had seen scored are to be played (and scored) again
+            results_seen = min(results_seen, len(view["deal_results"]))
         if len(view["deal_results"]) > results_seen:
             results_seen = len(view["deal_results"])
             _call(bot, "on_deal_end", view_dict(current))

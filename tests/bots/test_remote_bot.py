@@ -131,12 +131,27 @@ def test_a_remote_bot_decides_again_through_an_outage_longer_than_its_submit_ret
     assert "deciding again once it is back" in capsys.readouterr().err
 
 
-def test_command_line_creates_a_match_and_plays_it(engine, capsys):
+def test_command_line_creates_a_match_and_plays_it(engine, capsys, monkeypatch):
+    """The whole command against an engine; its seat token, the seat's secret, is on no line
+    it prints (--verbose's included)."""
+    from clients.cardgames_client import SeatSession
+
+    tokens: list[str] = []
+    joined = SeatSession.__init__
+
+    def recorded(self, client, match_id, seat, token):
+        tokens.append(token)
+        joined(self, client, match_id, seat, token)
+
+    monkeypatch.setattr(SeatSession, "__init__", recorded)
     code = remote_bot.main(["--target", engine.target, "--bot", "heuristic", "--game", "klaberjass",
-                            "--opponents", "random", "--option", "kl_target_score=100", "--seed", "1"])
+                            "--opponents", "random", "--option", "kl_target_score=100", "--seed", "1", "--verbose"])
     assert code == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
+    assert out.startswith("seq ") and "\nmatch " in "\n" + err
+    [token] = tokens
+    assert len(token) >= 16 and token not in out + err
 
 
 def test_a_result_line_it_cannot_write_is_one_line_not_a_traceback(engine):

@@ -24,6 +24,7 @@ from engine_service.transport.generated import card_games_pb2, match_pb2
 from tests.rules.playout import iter_states
 
 GAME = "klaberjass"
+TOKEN = "seat-token-7f3a9c"  # a seat token: a secret, never on stdout or stderr
 
 
 def _views() -> tuple[dict, dict]:
@@ -91,6 +92,7 @@ class ScriptedSession:
 
     seat = 0
     match_id = "M"
+    token = TOKEN
 
     def __init__(self, events: list, submits: list | None = None, views: list | None = None,
                  turn_time_s: float | None = None) -> None:
@@ -112,6 +114,10 @@ class ScriptedSession:
         return summary
 
     async def watch(self, after_seq: int | None = None):
+        # docs/bots.md: on_match_start gets "the view when its stream opens": a stream opened
+        # with an after_seq replays the actions after it, each with the view of its moment
+        # (docs/api.md, Watching); one opened without starts with a SNAPSHOT of the current view
+        assert after_seq is None, "the stream is opened without after_seq"
         assert self.events[0].kind == match_pb2.EVENT_KIND_SNAPSHOT, "a stream opens with a SNAPSHOT"
         for item in self.events:
             yield item
@@ -210,8 +216,10 @@ def test_an_older_view_than_its_own_last_action_is_not_decided():
     while the view of seq 6 itself (the seat acts again, e.g. it took the trick) is decided."""
     session = ScriptedSession([snapshot(4), action(5), action(6), action(7, my_turn=False), ended(8)],
                               submits=[6, 8])
-    play(session)
+    _, stats = play(session)
     assert session.submitted == [(LEGAL[0], 4), (LEGAL[0], 6)]
+    # the result line's "thinking" is the decisions' time added up (0.5 s each here)
+    assert stats.decisions == 2 and stats.think_s == 1.0
 
 
 def test_a_snapshot_behind_its_last_action_is_the_match_as_it_stands():
@@ -242,6 +250,37 @@ def test_the_callbacks_get_views_of_their_own_at_the_start_each_deal_end_and_the
     assert all(a["hand"] for a in runner.asked)
 
 
+def test_a_snapshot_restored_to_fewer_scored_deals_is_no_deal_end_and_the_deal_dealt_again_ends():
+    """docs/bots.md: on_deal_end gets "the view right after the deal's last action". A SNAPSHOT
+    of a match restored from a backup (docs/api.md, Watching: the match as it now stands) with
+    fewer deals scored than the seat saw ended no deal: no on_deal_end for it. The deal it
+    takes up again is dealt again (docs/api.md, Fair dealing) and its end is a deal's end like
+    any other: it was not reported, the loop counting from the most deals it had ever seen. A
+    SNAPSHOT with more deals scored (a stream resumed more than --snapshot-threshold actions
+    behind, docs/api.md) is a deal's end, as an ACTION's view would be."""
+    bot = Recorder()
+    session = ScriptedSession([snapshot(5, deals_scored=3, my_turn=False), snapshot(2, deals_scored=2, my_turn=False),
+                               action(3, deals_scored=3, my_turn=False), snapshot(200, deals_scored=5, my_turn=False),
+                               ended(201)])
+    play(session, ScriptedRunner(bot))
+    assert [c[:2] for c in bot.calls] == [("on_match_start", GAME), ("on_deal_end", 3), ("on_deal_end", 5),
+                                          ("on_match_end", THEIRS["phase"])]
+
+
+def test_the_bot_plays_the_seat_the_session_took():
+    """on_match_start(game_id, seat, view) and each decision get the seat taken (seat 1 here,
+    its own views), not seat 0."""
+    state = next(s for s in iter_states(get_game(GAME), 1) if s.to_act() == 1)
+    view = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=copy.deepcopy(state.view(1)), seat=1))
+    session = ScriptedSession([event(match_pb2.EVENT_KIND_SNAPSHOT, 1, view), ended(3)])
+    session.seat = 1
+    bot = Recorder()
+    runner = ScriptedRunner(bot)
+    play(session, runner)
+    assert bot.calls[0][:3] == ("on_match_start", GAME, 1)
+    assert [a["seat"] for a in runner.asked] == [1] and session.submitted == [(state.view(1)["legal"][0], 1)]
+
+
 def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
     """docs/bots.md: a callback "that raises is ignored" (the name of its exception on
     stderr); a bot without callbacks is called for none."""
@@ -250,12 +289,16 @@ def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
         def on_match_start(self, game_id, seat, view):
             raise ValueError("secret")
 
+        def on_deal_end(self, view):
+            raise RuntimeError("secret")  # whatever it raises
+
         on_match_end = 7  # not callable: not a callback
 
-    session = ScriptedSession([snapshot(1), ended(3)])
+    session = ScriptedSession([snapshot(1), action(2, deals_scored=1, my_turn=False), ended(3)])
     play(session, ScriptedRunner(Raises()))
     assert session.submitted == [(LEGAL[0], 1)]
-    assert capsys.readouterr().err.splitlines() == ["remote_bot: on_match_start raised ValueError"]
+    assert capsys.readouterr().err.splitlines() == ["remote_bot: on_match_start raised ValueError",
+                                                    "remote_bot: on_deal_end raised RuntimeError"]
 
 
 def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
@@ -269,6 +312,19 @@ def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
     assert stats.failures == {"exception": 2} and stats.decisions == 2
     err = capsys.readouterr().err
     assert "remote_bot: recorder failed (exception: ValueError at bot.py:1 in decide); auto-move" in err
+
+
+def test_the_auto_move_is_the_matchs_games():
+    """docs/bots.md: a failure is replaced by "the rulebook's auto-move": the rulebook of the
+    match's game (Japanese Joker here, JJK-10.3), not Klaberjass's."""
+    jj = get_game("japanese_joker")
+    state = next(s for s in iter_states(jj, 2) if s.to_act() == 0 and len(s.view(0)["legal"]) > 1)
+    view = copy.deepcopy(state.view(0))
+    message = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=view, seat=0))
+    session = ScriptedSession([event(match_pb2.EVENT_KIND_SNAPSHOT, 1, message), ended(3)])
+    runner = ScriptedRunner(replies=[Reply(None, "illegal", "str")])
+    asyncio.run(asyncio.wait_for(remote_bot.play_seat(session, runner, "recorder", "japanese_joker", budget_s=5.0), 30))
+    assert session.submitted == [(jj.auto_move(view), 1)]
 
 
 def test_a_stale_action_or_a_match_that_ended_meanwhile_is_decided_again_at_the_next_event():
@@ -304,6 +360,28 @@ def test_a_move_the_engine_did_not_answer_is_decided_again_on_the_view_read_at_a
     assert session.submitted == [(LEGAL[0], 1), (LEGAL[0], 3)]
     assert session.view_calls == 2 and stats.unanswered == 1
     assert f"the engine did not answer {LEGAL[0]} ({code.name}); deciding again" in capsys.readouterr().err
+
+
+def test_no_line_it_prints_while_playing_names_the_seat_token(capsys):
+    """The seat token is the seat's secret (docs/bots.md: a remote bot "gets a seat token and
+    nothing more"): every line the loop prints (--verbose's, a callback's failure, a bot's
+    failure, a move the engine did not answer) leaves it out."""
+
+    class Raises:
+        def on_match_start(self, game_id, seat, view):
+            raise ValueError("boom")
+
+        def on_match_end(self, view):
+            raise ValueError("boom")
+
+    session = ScriptedSession([snapshot(1), heartbeat(), action(3), ended(5)],
+                              submits=[unavailable(), 3, 4], views=[wire_view(2)])
+    runner = ScriptedRunner(Raises(), replies=[Reply(None, "illegal", "str")])
+    _, stats = play(session, runner, verbose=True)
+    assert stats.unanswered == 1 and stats.failures == {"illegal": 1} and len(session.submitted) == 3
+    out, err = capsys.readouterr()
+    assert out and err.count("remote_bot: ") == 4, err
+    assert TOKEN not in out + err
 
 
 def test_a_view_the_engine_refuses_after_an_unanswered_move_ends_the_program():
@@ -410,6 +488,19 @@ class TestDecisionThread:
 
         assert asyncio.run(go()) == ("caller's", True)
 
+    def test_an_answer_wakes_the_waiting_loop_at_once(self):
+        """The answer is handed to the loop thread-safely (call_soon_threadsafe): set from the
+        thread itself, the future's callbacks waited for something else to wake the loop (here
+        the 3 s timeout), and so did the decision's auto-move."""
+        import time
+
+        async def go() -> float:
+            started = time.monotonic()
+            assert await asyncio.wait_for(remote_bot._in_daemon_thread(lambda: time.sleep(0.1) or "e2"), 3) == "e2"
+            return time.monotonic() - started
+
+        assert asyncio.run(go()) < 1.5
+
     def test_an_answer_after_its_future_was_cancelled_or_its_loop_closed_is_dropped(self, monkeypatch):
         """A cancelled future (nobody waits) is not set; a loop closed meanwhile is not an
         exception in the thread."""
@@ -474,6 +565,28 @@ def test_totals_last_trick_to_act_seat_and_table_come_back_as_the_rules_core_has
     assert back["to_act"] is None and back["seat"] is None and back["table"] == {}
 
 
+def test_a_finished_matchs_over_and_winners_come_back():
+    """docs/bots.md: after the match's last deal the view's ``over`` is true (docs/api.md: the
+    final view has ``over`` and ``winners``), as on_match_end sees it."""
+    back = round_trip(dict(THEIRS, over=True, winners=[0, 2], to_act=None))
+    assert back["over"] is True and back["winners"] == [0, 2]
+    assert round_trip(MINE)["over"] is False and round_trip(MINE)["winners"] == []
+
+
+def test_each_view_is_a_copy_of_its_own():
+    """docs/bots.md: the bot may change its view; the loop rebuilds another one from the same
+    message for the auto-move and the callbacks, so no list of a rebuilt view is the message's
+    own (a protobuf repeated field changed in place would change the message)."""
+    message = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=MINE, seat=0))
+    first = remote_bot.view_dict(message)
+    want = copy.deepcopy(first)
+    for key, value in first.items():
+        if key in ("hand", "hand_sizes", "legal", "trick", "tricks_taken", "totals", "winners"):
+            assert type(value) is list, key
+            value.append(99)
+    assert remote_bot.view_dict(message) == want
+
+
 def test_a_view_without_table_has_an_empty_table():
     view = view_message(ViewEnvelope(match_id="M", seq=1, status="active", view=MINE, seat=0))
     view.ClearField("table")
@@ -488,6 +601,12 @@ class FixedClock:
 
     def now(self) -> float:
         return self._now
+
+
+def test_a_turn_timer_never_lengthens_the_budget():
+    """docs/bots.md: --budget-ms is *shortened* to the turn timer: a budget shorter than the
+    match's turn time less the margin stays as it is."""
+    assert remote_bot.decision_budget(match_pb2.View(), 2.0, 8.0, FixedClock(990.0)) == 2.0
 
 
 @pytest.mark.parametrize("deadline, turn_time_s, budget", [
@@ -536,6 +655,8 @@ def test_a_new_matchs_options_are_typed():
 @pytest.mark.parametrize("option, says", [
     ("nosuch=5", "--option nosuch: klaberjass has no such option (options: kl_bella_announcement, kl_bella_order, "),
     ("kl_schmeiss=yes", "--option option 'kl_schmeiss': invalid value \"yes\"; allowed: true, false"),
+    # true/false is a bool option's value only: not an int option's (a bool is an int in Python)
+    ("kl_target_score=true", "--option option 'kl_target_score': invalid value \"true\"; allowed: an integer >= 1"),
     ("kl_target_score=0", "--option option 'kl_target_score': invalid value 0; allowed: an integer >= 1"),
     ("kl_target_score=soon", "--option option 'kl_target_score': invalid value \"soon\"; allowed: an integer >= 1"),
     (f"kl_target_score={2**63}", f"--option option 'kl_target_score': invalid value {2**63}; allowed: an integer >= 1"),
@@ -562,30 +683,41 @@ class Lobby:
         self.calls.append(("create_match", game, kwargs))
         return match_pb2.MatchSummary(match_id="NEW", game=game)
 
-    async def join(self, match_id: str, **kwargs: Any) -> str:
+    async def join(self, match_id: str, **kwargs: Any) -> ScriptedSession:
         self.calls.append(("join", match_id, kwargs))
-        return "session"
+        self.session = ScriptedSession([])
+        return self.session
 
 
 def test_it_creates_the_table_asked_for_and_takes_its_seat(capsys):
     lobby = Lobby()
     args = parsed("--game", "japanese_joker", "--seat", "1", "--opponents", "search", "--option", "target_score=11",
                   "--turn-time", "30", "--name", "ada")
-    assert asyncio.run(remote_bot.open_seat(lobby, args, get_game("japanese_joker"))) == "session"
+    assert asyncio.run(remote_bot.open_seat(lobby, args, get_game("japanese_joker"))) is lobby.session
     assert lobby.calls == [
         ("create_match", "japanese_joker", {"options": {"target_score": 11}, "seats": ["search", None],
                                             "turn_time_s": 30.0, "name": "heuristic (remote)"}),
         ("join", "NEW", {"seat": 1, "player_name": "ada"})]
-    assert capsys.readouterr().err == "match NEW: japanese_joker, heuristic in seat 1\n"
+    assert capsys.readouterr() == ("", "match NEW: japanese_joker, heuristic in seat 1\n")  # no seat token
+
+
+def test_a_new_match_without_seat_takes_seat_0(capsys):
+    """--seat's help: "default: the first open one / 0": seat 0 of a match it creates (whose
+    other open seats, --opponents open, come after it or not at all)."""
+    lobby = Lobby()
+    args = parsed("--game", "georgian_joker", "--opponents", "open")
+    asyncio.run(remote_bot.open_seat(lobby, args, get_game("georgian_joker")))
+    assert lobby.calls[-1] == ("join", "NEW", {"seat": 0, "player_name": "remote bot"})
 
 
 @pytest.mark.parametrize("argv, seat", [(["--seat", "1"], 1), ([], None)])
-def test_it_joins_the_match_asked_for_in_the_seat_asked_for(argv, seat):
+def test_it_joins_the_match_asked_for_in_the_seat_asked_for(argv, seat, capsys):
     """--match joins that match, in --seat or the first open one, under --name (default
-    "remote bot")."""
+    "remote bot"), saying nothing (the seat token above all)."""
     lobby = Lobby()
     asyncio.run(remote_bot.open_seat(lobby, parsed("--match", "M7", *argv), get_game("japanese_joker")))
     assert lobby.calls == [("join", "M7", {"seat": seat, "player_name": "remote bot"})]
+    assert capsys.readouterr() == ("", "")
 
 
 class Engine:
@@ -606,7 +738,8 @@ class Engine:
 
 def test_run_plays_the_joined_match_with_the_flags_asked_and_prints_the_result(monkeypatch, capsys):
     """run(): the match's game from the engine, --budget-ms in milliseconds, --seed and
-    --verbose passed on, and one result line on stdout."""
+    --verbose passed on, and one result line on stdout, with the seat taken (no --seat: the
+    first open one, seat 0 here)."""
     import contextlib
 
     from clients.cardgames_client import FileArgument
@@ -629,7 +762,7 @@ def test_run_plays_the_joined_match_with_the_flags_asked_and_prints_the_result(m
 
     monkeypatch.setattr(remote_bot, "connect", connect)
     monkeypatch.setattr(remote_bot, "play_seat", play_seat)
-    args = parsed("--match", "M7", "--seat", "0", "--budget-ms", "250", "--seed", "9", "--verbose",
+    args = parsed("--match", "M7", "--budget-ms", "250", "--seed", "9", "--verbose",
                   "--tls", "--server-name", "engine.example")
     args.ca = FileArgument("ca.pem", b"PEM")  # as --ca reads it
     catalog = load_catalog(PluginSettings.resolve(environ={}))
@@ -741,6 +874,24 @@ def test_the_defaults_of_a_decision():
     """--budget-ms: "default 1000" (its help); --seed 0."""
     args = parsed("--game", GAME)
     assert (args.budget_ms, args.seed, args.verbose) == (1000.0, 0, False)
+
+
+def test_a_bot_is_required(capsys):
+    """Every usage of the module's docstring names --bot: without it nothing says which bot to
+    play (it is no default bot), a usage error."""
+    with pytest.raises(SystemExit) as refused:
+        remote_bot.main(["--game", GAME])
+    assert refused.value.code == 2
+    assert "error: the following arguments are required: --bot" in capsys.readouterr().err
+
+
+def test_an_empty_db_with_a_target_is_a_usage_error_too(capsys):
+    """README: --db "given with --target" is a usage error: ``--db=`` too (an unset variable in a
+    script), the flag given whatever its value."""
+    with pytest.raises(SystemExit) as refused:
+        remote_bot.main(["--bot", "random", "--game", GAME, "--target", "127.0.0.1:1", "--db="])
+    assert refused.value.code == 2
+    assert "error: --db is the database of the engine started without --target" in capsys.readouterr().err
 
 
 def test_neither_a_match_nor_a_game_is_a_usage_error(capsys):
