@@ -604,3 +604,89 @@ def test_default_rollouts():
 def test_unknown_rollout_is_refused():
     with pytest.raises(ValueError):
         SearchBot("klaberjass", SearchParams(rollout="smart"))
+
+
+# ---- the decision loop (SearchBot.decide) -----------------------------------------------------
+
+def _first_tree_decision(game_id: str, seed: int = 4):
+    """A decision point of ``game_id`` that the tree answers (not ``_flat_decision``)."""
+    return next((w, v) for w, v in _decision_points(game_id, 12, seed) if not _flat_decision(game_id, v))
+
+
+def _counted_worlds(monkeypatch, bot) -> list:
+    """The worlds ``bot.game.determinize`` hands out from now on."""
+    worlds = []
+    real = bot.game.determinize
+
+    def counted(*args):
+        worlds.append(real(*args))
+        return worlds[-1]
+
+    monkeypatch.setattr(bot.game, "determinize", counted)
+    return worlds
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_a_spent_budget_still_searches_one_world_once(game_id, monkeypatch):
+    """bot_plugins/search.py (``_by_playouts``): the search stops at its deadline "after at
+    least one world, like the tree": a request whose budget is already spent samples one world
+    and runs one iteration, and is not answered by the heuristic fallback (which is for a view
+    the sampler gives up on). Found by mutation testing: checking the clock before the first
+    world or the first iteration, and sampling every world whatever the clock, survived."""
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=50, worlds=6))
+    worlds = _counted_worlds(monkeypatch, bot)
+    req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 0.0)
+    assert bot.decide(req) in view["legal"]
+    assert len(worlds) == 1
+    assert bot.last_iterations == 1 and bot.fallbacks == 0
+
+
+class _SteppingClock:
+    """A ``time`` stand-in whose ``monotonic()`` moves on by ``tick`` at every read (as in
+    test_search_bid_inference.py): the budget is counted in clock checks, not machine speed."""
+
+    def __init__(self, tick: float) -> None:
+        self.now = 1000.0
+        self.tick = tick
+
+    def monotonic(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_the_budget_is_what_is_left_of_it_when_the_search_starts(game_id, monkeypatch):
+    """docs/bots.md, "Time limits": ``budget_s`` counts from ``started`` and a bot reads
+    ``request.time_left()`` (time spent waiting for a worker counts against it); the search
+    stops at ``time_fraction`` (85%) of what is left. A request started 60 ms before a 100 ms
+    budget leaves 40 ms: the tree stops within 34 ms of clock checks, not 85. Found by mutation
+    testing: the search reading ``budget_s`` instead of ``time_left()`` survived."""
+    from engine_service.plugins import protocol
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=10**6, worlds=4))
+    clock = _SteppingClock(tick=0.001)
+    for module in (search, protocol):
+        monkeypatch.setattr(module, "time", clock)
+    started = clock.monotonic() - 0.06
+    req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 0.1, started=started)
+    assert bot.decide(req) in view["legal"]
+    assert 0 < bot.last_iterations <= 0.04 * bot.params.time_fraction / clock.tick
+    assert clock.now <= started + 0.1 - 0.04 * (1 - bot.params.time_fraction) + 2 * clock.tick
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_each_iteration_plays_a_clone_of_its_world(game_id, monkeypatch):
+    """bot_plugins/search.py, "One decision": "each iteration clones the next world": the
+    sampled worlds are left as they were sampled, so every iteration starts from the decision
+    and not from a deal an earlier iteration finished. Found by mutation testing: playing the
+    worlds themselves survived."""
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=40, worlds=4))
+    worlds = _counted_worlds(monkeypatch, bot)
+    bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
+    assert len(worlds) == 4 and bot.last_iterations == 40
+    for world in worlds:
+        assert world.to_act() == who
+        assert world.view(who)["legal"] == view["legal"]
+        assert len(world.deal_results()) == len(view["deal_results"])
