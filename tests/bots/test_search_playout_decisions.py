@@ -257,3 +257,22 @@ def test_kl_a_hand_of_nothing_passes(flat):
     state = deal("klaberjass", {0: ["7D", "8D", "7C", "8C", "7H", "8H"]}, fixed={12: "AS"}, first_dealer=1)
     bot = _kl_flat() if flat else SearchBot("klaberjass")
     assert bot.decide(request(state)) == "pass"
+
+
+def test_the_flat_playouts_choose_by_the_score_relative_to_the_other_seats(monkeypatch):
+    """bot_plugins/search.py, ``_by_playouts``: "the action with the best mean score relative
+    to the other seats (the tree's own objective) is chosen", not the best score of its own.
+    Deal scores made up by the bid of seat 1 (the forehand of a one-card deal, holding a
+    joker): a bid of 1 would enter 100 for it and 300 for everyone else, a pass 50 and 0, so
+    the pass is worth +50 relative to the others and the bid -200, although 100 > 50. Found by
+    mutation testing: summing the seat's own score survived."""
+    from bot_plugins import search
+
+    def made_up(game_id, result, n):
+        return [0.0, 100.0, 300.0, 300.0] if result["bids"][1] == 1 else [0.0, 50.0, 0.0, 0.0]
+
+    monkeypatch.setattr(search, "deal_scores", made_up)
+    state = deal("georgian_joker", {1: ["X1"]}, fixed={4: "9C"}, first_dealer=0)
+    req = request(state)
+    assert set(req.legal) == {"bid:0", "bid:1"}
+    assert SearchBot("georgian_joker", SearchParams(worlds=4))._by_playouts(req, time.monotonic() + 60.0) == "bid:0"
