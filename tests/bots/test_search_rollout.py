@@ -690,3 +690,32 @@ def test_each_iteration_plays_a_clone_of_its_world(game_id, monkeypatch):
         assert world.to_act() == who
         assert world.view(who)["legal"] == view["legal"]
         assert len(world.deal_results()) == len(view["deal_results"])
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_the_tree_scores_the_deal_being_decided_not_an_earlier_one(game_id, monkeypatch):
+    """bot_plugins/search.py, "One decision": "the deal's score for every seat is backed up":
+    in a later deal of a match (Georgian Joker's fourth, the first whose bids the tree decides)
+    every rollout is scored by the result of that deal (the entry after the view's
+    ``deal_results``), never by the first deal's, which no action can change. Found by mutation
+    testing: reading ``deal_results[0]`` whatever the deal survived."""
+    from tests.bots.positions import deal, request
+    number = SMALL_DEAL_CARDS + 1 if game_id == "georgian_joker" else 2
+    state = deal(game_id, {}, first_dealer=0, deal_number=number)
+    while len(state.view(state.to_act())["legal"]) < 2:
+        state.apply(state.view(state.to_act())["legal"][0], state.to_act())
+    req = request(state)
+    earlier = req.view["deal_results"]
+    assert len(earlier) == number - 1
+    scored = []
+    real = search.deal_scores
+
+    def spy(gid, result, n):
+        scored.append(result)
+        return real(gid, result, n)
+
+    monkeypatch.setattr(search, "deal_scores", spy)
+    bot = SearchBot(game_id, SearchParams(iterations=30, worlds=4))
+    assert bot.decide(req) in req.legal
+    assert len(scored) >= 30
+    assert sum(result == earlier[0] for result in scored) < len(scored) / 2
