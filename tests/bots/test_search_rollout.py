@@ -719,3 +719,38 @@ def test_the_tree_scores_the_deal_being_decided_not_an_earlier_one(game_id, monk
     assert bot.decide(req) in req.legal
     assert len(scored) >= 30
     assert sum(result == earlier[0] for result in scored) < len(scored) / 2
+
+
+@pytest.mark.parametrize("game_id", ["klaberjass", "jojotte"])
+def test_random_rollouts_play_random_legal_actions_from_the_requests_rng(game_id, monkeypatch):
+    """docs/bots.md, "The search's rollout policy": ``random`` plays "every action uniformly
+    random among ``legal_ids()``", drawn from the request's rng (deterministic for a seed, not
+    constant). In one fixed world (the true deal), one iteration per root action, the rollouts
+    of ten seeds finish the deal in more ways than there are root actions. Found by mutation
+    testing: random rollouts always playing the first legal id survived."""
+    import json
+    game = get_game(game_id)
+    rng = random.Random(4)
+    truth = game.new_state({}, first_dealer=0)
+    while True:  # the first decision of a seeded random match that the tree answers
+        who = truth.to_act()
+        if who == CHANCE:
+            truth.deal(shuffled(game, rng))
+            continue
+        view = truth.view(who)
+        if len(view["legal"]) > 1 and not _flat_decision(game_id, view):
+            break
+        truth.apply_id(rng.choice(truth.legal_ids()))
+    bot = SearchBot(game_id, SearchParams(iterations=len(view["legal"]), worlds=1, rollout="random"))
+    monkeypatch.setattr(bot.game, "determinize", lambda v, rng: truth.clone())
+    finished = set()
+    real = search.deal_scores
+
+    def spy(gid, result, n):
+        finished.add(json.dumps(result, sort_keys=True))
+        return real(gid, result, n)
+
+    monkeypatch.setattr(search, "deal_scores", spy)
+    for seed in range(10):
+        bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(seed), 30.0))
+    assert len(finished) > len(view["legal"]), finished
