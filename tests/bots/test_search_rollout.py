@@ -754,3 +754,31 @@ def test_random_rollouts_play_random_legal_actions_from_the_requests_rng(game_id
     for seed in range(10):
         bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(seed), 30.0))
     assert len(finished) > len(view["legal"]), finished
+
+
+class _MislabelledWorld:
+    """A sampled world that names every action ``play:ZZ`` (as a world inconsistent with the
+    view, from a broken sampler, could name actions the seat does not have)."""
+
+    def __init__(self, world) -> None:
+        self.world = world
+
+    def clone(self):
+        return self.world.clone()
+
+    def action_str(self, a):
+        return "play:ZZ"
+
+
+def test_the_answer_is_a_legal_action_whatever_the_worlds_name(monkeypatch):
+    """bot_plugins/search.py, "One decision": "the answer is the most visited *legal* root
+    action": a root action whose name is not among the request's legal actions is never the
+    answer, even when every visited one is such (the bot then answers a legal action all the
+    same). Found by mutation testing: dropping the ``legal_set`` check survived."""
+    who, view = _first_tree_decision("klaberjass")
+    bot = SearchBot("klaberjass", SearchParams(iterations=20, worlds=2))
+    real = bot.game.determinize
+    monkeypatch.setattr(bot.game, "determinize", lambda v, rng: _MislabelledWorld(real(v, rng)))
+    assert bot.decide(DecisionRequest("klaberjass", who, view, tuple(view["legal"]), random.Random(1), 30.0)) \
+        in view["legal"]
+    assert bot.last_iterations == 20
