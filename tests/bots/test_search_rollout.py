@@ -782,3 +782,49 @@ def test_the_answer_is_a_legal_action_whatever_the_worlds_name(monkeypatch):
     assert bot.decide(DecisionRequest("klaberjass", who, view, tuple(view["legal"]), random.Random(1), 30.0)) \
         in view["legal"]
     assert bot.last_iterations == 20
+
+
+def test_the_random_rollout_never_plays_the_greedy_policy(monkeypatch):
+    """docs/bots.md: ``SearchParams(rollout="random")`` (the ``search_random`` bot) plays
+    "uniformly random rollouts everywhere": the tree never calls ``greedy_playout``. Found by
+    mutation testing: the tree rolling out greedily whatever ``rollout`` says survived."""
+    monkeypatch.setattr(search, "greedy_playout", lambda *a: pytest.fail("a greedy rollout"))
+    for game_id in SEARCH_GAMES:
+        who, view = _first_tree_decision(game_id)
+        bot = SearchBot(game_id, SearchParams(iterations=20, worlds=2, rollout="random"))
+        assert bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0)) \
+            in view["legal"]
+        assert bot.last_iterations == 20
+
+
+class _CountedClones:
+    """A sampled world that counts the iterations started from it."""
+
+    def __init__(self, world) -> None:
+        self.world, self.clones = world, 0
+
+    def clone(self):
+        self.clones += 1
+        return self.world.clone()
+
+    def action_str(self, a):
+        return self.world.action_str(a)
+
+
+def test_the_iterations_cycle_through_the_sampled_worlds(monkeypatch):
+    """bot_plugins/search.py, "One decision": "each iteration clones the *next* world": 40
+    iterations over 4 sampled worlds start 10 times from each. Found by mutation testing: a
+    randomly chosen world per iteration survived."""
+    for game_id in SEARCH_GAMES:
+        who, view = _first_tree_decision(game_id)
+        bot = SearchBot(game_id, SearchParams(iterations=40, worlds=4))
+        worlds = []
+        real = bot.game.determinize
+
+        def counted(*args):
+            worlds.append(_CountedClones(real(*args)))
+            return worlds[-1]
+
+        monkeypatch.setattr(bot.game, "determinize", counted)
+        bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
+        assert [w.clones for w in worlds] == [10] * 4, game_id
