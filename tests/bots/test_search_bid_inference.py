@@ -356,6 +356,15 @@ def test_search_random_is_search_with_random_rollouts_in_every_game():
         assert spec.factory(game_id).params == replace(search.make(game_id).params, rollout="random")
 
 
+def test_search_and_search_random_offer_every_game():
+    """docs/bots.md, the first-party bots' table: ``search`` and ``search_random`` play "all
+    four" games. Found by mutation testing: either spec leaving a game out survived."""
+    from engine_service.rules import all_game_ids
+    specs = {s.name: s for s in search.cardgames_bots()}
+    for name in ("search", "search_random"):
+        assert set(specs[name].games) == set(all_game_ids()), name
+
+
 def test_the_flat_playout_bench_bots_differ_from_search_in_their_one_change():
     # bench/search_playouts.py's bots are `search` minus its flat playouts (or plus the flat
     # Klaberjass auction): they searched with SearchParams(), so in Georgian Joker they also

@@ -828,3 +828,21 @@ def test_the_iterations_cycle_through_the_sampled_worlds(monkeypatch):
         monkeypatch.setattr(bot.game, "determinize", counted)
         bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
         assert [w.clones for w in worlds] == [10] * 4, game_id
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_a_decision_depends_only_on_its_request(game_id):
+    """engine_service/plugins/protocol.py, ``Bot``: one bot object serves many matches in a
+    worker, "so ``decide`` must depend only on its request": a bot that has just answered
+    decisions of other matches answers a request as a fresh bot does, for the same seed."""
+    params = SearchParams(iterations=40, worlds=4)
+    target = _decision_points(game_id, 3, 31)[-1]
+    used = SearchBot(game_id, params)
+    for who, view in _decision_points(game_id, 3, 32):
+        used.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(7), 30.0))
+
+    def answer(bot):
+        who, view = target
+        return bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(3), 30.0))
+
+    assert answer(used) == answer(SearchBot(game_id, params))
