@@ -19,6 +19,7 @@ from statistics import NormalDist
 import pytest
 
 from bot_plugins import bid_inference as B
+from bot_plugins.heuristic import make as make_heuristic
 from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
 from bot_plugins import search
 from bot_plugins.search import SearchBot, SearchParams
@@ -355,6 +356,15 @@ def test_search_random_is_search_with_random_rollouts_in_every_game():
         assert spec.factory(game_id).params == replace(search.make(game_id).params, rollout="random")
 
 
+def test_search_and_search_random_offer_every_game():
+    """docs/bots.md, the first-party bots' table: ``search`` and ``search_random`` play "all
+    four" games. Found by mutation testing: either spec leaving a game out survived."""
+    from engine_service.rules import all_game_ids
+    specs = {s.name: s for s in search.cardgames_bots()}
+    for name in ("search", "search_random"):
+        assert set(specs[name].games) == set(all_game_ids()), name
+
+
 def test_the_flat_playout_bench_bots_differ_from_search_in_their_one_change():
     # bench/search_playouts.py's bots are `search` minus its flat playouts (or plus the flat
     # Klaberjass auction): they searched with SearchParams(), so in Georgian Joker they also
@@ -368,3 +378,52 @@ def test_the_flat_playout_bench_bots_differ_from_search_in_their_one_change():
             assert specs[name].factory(game_id).params == search.make(game_id).params, (name, game_id)
         assert specs["search_kl_flat"].factory(game_id).params == replace(search.make(game_id).params,
                                                                           kl_flat_auction=True)
+
+
+class _CountedWorld:
+    """A sampled world that counts the playouts started from it (``clone``)."""
+
+    def __init__(self, world) -> None:
+        self.world, self.clones = world, 0
+
+    def clone(self):
+        self.clones += 1
+        return self.world.clone()
+
+
+def test_the_small_deal_flat_bid_plays_every_bid_in_every_inferred_world(monkeypatch):
+    """bot_plugins/search.py, ``_by_playouts``: "Every legal action is tried in the same sampled
+    worlds", with the bid inference the worlds it resampled (docs/bots.md: "the tree's and the
+    small deals' flat bids' alike"): each of the pool's worlds starts one playout per legal bid.
+    Found by mutation testing: playing every playout in the pool's first world survived."""
+    state = _position(["6H", "7D", "8S"])
+    pool = []
+    real = B.inferred_worlds
+
+    def counted(*args, **kwargs):
+        pool[:] = [_CountedWorld(w) for w in real(*args, **kwargs)]
+        return list(pool)
+
+    monkeypatch.setattr(B, "inferred_worlds", counted)
+    req = request(state)
+    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True, worlds=5))
+    assert bot._by_playouts(req, time.monotonic() + 60.0) in req.legal
+    assert len(pool) == 5
+    assert [w.clones for w in pool] == [len(req.legal)] * 5
+
+
+def test_a_small_deal_bid_with_inference_and_no_sampled_world_is_answered_by_the_heuristic(monkeypatch):
+    """As without the inference (test_search_playout_decisions.py): a sampler that gives up on
+    the view leaves no candidate to resample, and the heuristic answers the bid
+    (``SearchBot.fallbacks``), rather than the search failing. Found by mutation testing:
+    indexing the empty pool (no ``i >= len(pool)`` check) survived."""
+    state = _position(["6H", "7D", "8S"])
+    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True))
+    assert bot._inference(request(state).view) is not None
+
+    def gives_up(*args):
+        raise InconsistentView("no deal")
+
+    monkeypatch.setattr(bot.game, "determinize", gives_up)
+    assert bot.decide(request(state)) == make_heuristic("georgian_joker").decide(request(state))
+    assert bot.fallbacks == 1

@@ -257,3 +257,63 @@ def test_kl_a_hand_of_nothing_passes(flat):
     state = deal("klaberjass", {0: ["7D", "8D", "7C", "8C", "7H", "8H"]}, fixed={12: "AS"}, first_dealer=1)
     bot = _kl_flat() if flat else SearchBot("klaberjass")
     assert bot.decide(request(state)) == "pass"
+
+
+def test_the_flat_playouts_choose_by_the_score_relative_to_the_other_seats(monkeypatch):
+    """bot_plugins/search.py, ``_by_playouts``: "the action with the best mean score relative
+    to the other seats (the tree's own objective) is chosen", not the best score of its own.
+    Deal scores made up by the bid of seat 1 (the forehand of a one-card deal, holding a
+    joker): a bid of 1 would enter 100 for it and 300 for everyone else, a pass 50 and 0, so
+    the pass is worth +50 relative to the others and the bid -200, although 100 > 50. Found by
+    mutation testing: summing the seat's own score survived."""
+    from bot_plugins import search
+
+    def made_up(game_id, result, n):
+        return [0.0, 100.0, 300.0, 300.0] if result["bids"][1] == 1 else [0.0, 50.0, 0.0, 0.0]
+
+    monkeypatch.setattr(search, "deal_scores", made_up)
+    state = deal("georgian_joker", {1: ["X1"]}, fixed={4: "9C"}, first_dealer=0)
+    req = request(state)
+    assert set(req.legal) == {"bid:0", "bid:1"}
+    assert SearchBot("georgian_joker", SearchParams(worlds=4))._by_playouts(req, time.monotonic() + 60.0) == "bid:0"
+
+
+def test_a_flat_decision_with_a_spent_budget_samples_one_world(monkeypatch):
+    """``SearchBot.decide`` hands the flat playouts its own deadline (85% of what is left of
+    the budget, docs/bots.md "Decisions by flat playouts"): a Jo-Jotte double window, and a
+    small Georgian Joker bid with the ``search`` bot's bid inference (whose candidates get a
+    quarter of that time), asked with a spent budget sample one world (one candidate). Found
+    by mutation testing: the flat playouts, or their inferred pool, given a deadline of their
+    own survived."""
+    from bot_plugins import search
+    jj = _double_window(["JS", "9S", "TS", "8H", "7D", "8C"])
+    gj = deal("georgian_joker", {}, fixed={12: "9C"}, first_dealer=0, deal_number=3)
+    gj.apply("bid:1", gj.to_act())  # the forehand has bid: the inference has a bid to read
+    for bot, state in ((SearchBot("jojotte"), jj), (search.make("georgian_joker"), gj)):
+        worlds = sampled_worlds(monkeypatch, bot)
+        req = request(state)
+        req = DecisionRequest(req.game_id, req.seat, req.view, req.legal, random.Random(1), 0.0)
+        assert (bot._inference(req.view) is not None) == (bot.game_id == "georgian_joker")
+        assert bot.decide(req) in req.legal
+        assert bot.last_iterations == 0 and bot.fallbacks == 0  # the flat playouts answered
+        assert len(worlds) == 1, bot.game_id
+
+
+def test_the_flat_playouts_sample_different_worlds_from_the_requests_rng(monkeypatch):
+    """``_by_playouts``: "Every legal action is tried in the same sampled worlds": worlds
+    sampled one after another from the request's rng, not one world over and over. Found by
+    mutation testing: sampling each world with a fixed seed survived."""
+    state = _double_window(["JS", "9S", "TS", "8H", "7D", "8C"])
+    bot = SearchBot("jojotte", SearchParams(worlds=6))
+    seen = []
+    real = bot.game.determinize
+
+    def counted(*args):
+        seen.append(real(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(bot.game, "determinize", counted)
+    req = request(state)
+    assert bot._by_playouts(req, time.monotonic() + 60.0) in req.legal
+    assert len(seen) == 6
+    assert len({repr(sorted(w.zones().items())) for w in seen}) > 1

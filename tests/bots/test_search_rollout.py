@@ -604,3 +604,245 @@ def test_default_rollouts():
 def test_unknown_rollout_is_refused():
     with pytest.raises(ValueError):
         SearchBot("klaberjass", SearchParams(rollout="smart"))
+
+
+# ---- the decision loop (SearchBot.decide) -----------------------------------------------------
+
+def _first_tree_decision(game_id: str, seed: int = 4):
+    """A decision point of ``game_id`` that the tree answers (not ``_flat_decision``)."""
+    return next((w, v) for w, v in _decision_points(game_id, 12, seed) if not _flat_decision(game_id, v))
+
+
+def _counted_worlds(monkeypatch, bot) -> list:
+    """The worlds ``bot.game.determinize`` hands out from now on."""
+    worlds = []
+    real = bot.game.determinize
+
+    def counted(*args):
+        worlds.append(real(*args))
+        return worlds[-1]
+
+    monkeypatch.setattr(bot.game, "determinize", counted)
+    return worlds
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_a_spent_budget_still_searches_one_world_once(game_id, monkeypatch):
+    """bot_plugins/search.py (``_by_playouts``): the search stops at its deadline "after at
+    least one world, like the tree": a request whose budget is already spent samples one world
+    and runs one iteration, and is not answered by the heuristic fallback (which is for a view
+    the sampler gives up on). Found by mutation testing: checking the clock before the first
+    world or the first iteration, and sampling every world whatever the clock, survived."""
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=50, worlds=6))
+    worlds = _counted_worlds(monkeypatch, bot)
+    req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 0.0)
+    assert bot.decide(req) in view["legal"]
+    assert len(worlds) == 1
+    assert bot.last_iterations == 1 and bot.fallbacks == 0
+
+
+class _SteppingClock:
+    """A ``time`` stand-in whose ``monotonic()`` moves on by ``tick`` at every read (as in
+    test_search_bid_inference.py): the budget is counted in clock checks, not machine speed."""
+
+    def __init__(self, tick: float) -> None:
+        self.now = 1000.0
+        self.tick = tick
+
+    def monotonic(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_the_budget_is_what_is_left_of_it_when_the_search_starts(game_id, monkeypatch):
+    """docs/bots.md, "Time limits": ``budget_s`` counts from ``started`` and a bot reads
+    ``request.time_left()`` (time spent waiting for a worker counts against it); the search
+    stops at ``time_fraction`` (85%) of what is left. A request started 60 ms before a 100 ms
+    budget leaves 40 ms: the tree stops within 34 ms of clock checks, not 85. Found by mutation
+    testing: the search reading ``budget_s`` instead of ``time_left()`` survived."""
+    from engine_service.plugins import protocol
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=10**6, worlds=4))
+    clock = _SteppingClock(tick=0.001)
+    for module in (search, protocol):
+        monkeypatch.setattr(module, "time", clock)
+    started = clock.monotonic() - 0.06
+    req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 0.1, started=started)
+    assert bot.decide(req) in view["legal"]
+    assert 0 < bot.last_iterations <= 0.04 * bot.params.time_fraction / clock.tick
+    assert clock.now <= started + 0.1 - 0.04 * (1 - bot.params.time_fraction) + 2 * clock.tick
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_each_iteration_plays_a_clone_of_its_world(game_id, monkeypatch):
+    """bot_plugins/search.py, "One decision": "each iteration clones the next world": the
+    sampled worlds are left as they were sampled, so every iteration starts from the decision
+    and not from a deal an earlier iteration finished. Found by mutation testing: playing the
+    worlds themselves survived."""
+    who, view = _first_tree_decision(game_id)
+    bot = SearchBot(game_id, SearchParams(iterations=40, worlds=4))
+    worlds = _counted_worlds(monkeypatch, bot)
+    bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
+    assert len(worlds) == 4 and bot.last_iterations == 40
+    for world in worlds:
+        assert world.to_act() == who
+        assert world.view(who)["legal"] == view["legal"]
+        assert len(world.deal_results()) == len(view["deal_results"])
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_the_tree_scores_the_deal_being_decided_not_an_earlier_one(game_id, monkeypatch):
+    """bot_plugins/search.py, "One decision": "the deal's score for every seat is backed up":
+    in a later deal of a match (Georgian Joker's fourth, the first whose bids the tree decides)
+    every rollout is scored by the result of that deal (the entry after the view's
+    ``deal_results``), never by the first deal's, which no action can change. Found by mutation
+    testing: reading ``deal_results[0]`` whatever the deal survived."""
+    from tests.bots.positions import deal, request
+    number = SMALL_DEAL_CARDS + 1 if game_id == "georgian_joker" else 2
+    state = deal(game_id, {}, first_dealer=0, deal_number=number)
+    while len(state.view(state.to_act())["legal"]) < 2:
+        state.apply(state.view(state.to_act())["legal"][0], state.to_act())
+    req = request(state)
+    earlier = req.view["deal_results"]
+    assert len(earlier) == number - 1
+    scored = []
+    real = search.deal_scores
+
+    def spy(gid, result, n):
+        scored.append(result)
+        return real(gid, result, n)
+
+    monkeypatch.setattr(search, "deal_scores", spy)
+    bot = SearchBot(game_id, SearchParams(iterations=30, worlds=4))
+    assert bot.decide(req) in req.legal
+    assert len(scored) >= 30
+    assert sum(result == earlier[0] for result in scored) < len(scored) / 2
+
+
+@pytest.mark.parametrize("game_id", ["klaberjass", "jojotte"])
+def test_random_rollouts_play_random_legal_actions_from_the_requests_rng(game_id, monkeypatch):
+    """docs/bots.md, "The search's rollout policy": ``random`` plays "every action uniformly
+    random among ``legal_ids()``", drawn from the request's rng (deterministic for a seed, not
+    constant). In one fixed world (the true deal), one iteration per root action, the rollouts
+    of ten seeds finish the deal in more ways than there are root actions. Found by mutation
+    testing: random rollouts always playing the first legal id survived."""
+    import json
+    game = get_game(game_id)
+    rng = random.Random(4)
+    truth = game.new_state({}, first_dealer=0)
+    while True:  # the first decision of a seeded random match that the tree answers
+        who = truth.to_act()
+        if who == CHANCE:
+            truth.deal(shuffled(game, rng))
+            continue
+        view = truth.view(who)
+        if len(view["legal"]) > 1 and not _flat_decision(game_id, view):
+            break
+        truth.apply_id(rng.choice(truth.legal_ids()))
+    bot = SearchBot(game_id, SearchParams(iterations=len(view["legal"]), worlds=1, rollout="random"))
+    monkeypatch.setattr(bot.game, "determinize", lambda v, rng: truth.clone())
+    finished = set()
+    real = search.deal_scores
+
+    def spy(gid, result, n):
+        finished.add(json.dumps(result, sort_keys=True))
+        return real(gid, result, n)
+
+    monkeypatch.setattr(search, "deal_scores", spy)
+    for seed in range(10):
+        bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(seed), 30.0))
+    assert len(finished) > len(view["legal"]), finished
+
+
+class _MislabelledWorld:
+    """A sampled world that names every action ``play:ZZ`` (as a world inconsistent with the
+    view, from a broken sampler, could name actions the seat does not have)."""
+
+    def __init__(self, world) -> None:
+        self.world = world
+
+    def clone(self):
+        return self.world.clone()
+
+    def action_str(self, a):
+        return "play:ZZ"
+
+
+def test_the_answer_is_a_legal_action_whatever_the_worlds_name(monkeypatch):
+    """bot_plugins/search.py, "One decision": "the answer is the most visited *legal* root
+    action": a root action whose name is not among the request's legal actions is never the
+    answer, even when every visited one is such (the bot then answers a legal action all the
+    same). Found by mutation testing: dropping the ``legal_set`` check survived."""
+    who, view = _first_tree_decision("klaberjass")
+    bot = SearchBot("klaberjass", SearchParams(iterations=20, worlds=2))
+    real = bot.game.determinize
+    monkeypatch.setattr(bot.game, "determinize", lambda v, rng: _MislabelledWorld(real(v, rng)))
+    assert bot.decide(DecisionRequest("klaberjass", who, view, tuple(view["legal"]), random.Random(1), 30.0)) \
+        in view["legal"]
+    assert bot.last_iterations == 20
+
+
+def test_the_random_rollout_never_plays_the_greedy_policy(monkeypatch):
+    """docs/bots.md: ``SearchParams(rollout="random")`` (the ``search_random`` bot) plays
+    "uniformly random rollouts everywhere": the tree never calls ``greedy_playout``. Found by
+    mutation testing: the tree rolling out greedily whatever ``rollout`` says survived."""
+    monkeypatch.setattr(search, "greedy_playout", lambda *a: pytest.fail("a greedy rollout"))
+    for game_id in SEARCH_GAMES:
+        who, view = _first_tree_decision(game_id)
+        bot = SearchBot(game_id, SearchParams(iterations=20, worlds=2, rollout="random"))
+        assert bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0)) \
+            in view["legal"]
+        assert bot.last_iterations == 20
+
+
+class _CountedClones:
+    """A sampled world that counts the iterations started from it."""
+
+    def __init__(self, world) -> None:
+        self.world, self.clones = world, 0
+
+    def clone(self):
+        self.clones += 1
+        return self.world.clone()
+
+    def action_str(self, a):
+        return self.world.action_str(a)
+
+
+def test_the_iterations_cycle_through_the_sampled_worlds(monkeypatch):
+    """bot_plugins/search.py, "One decision": "each iteration clones the *next* world": 40
+    iterations over 4 sampled worlds start 10 times from each. Found by mutation testing: a
+    randomly chosen world per iteration survived."""
+    for game_id in SEARCH_GAMES:
+        who, view = _first_tree_decision(game_id)
+        bot = SearchBot(game_id, SearchParams(iterations=40, worlds=4))
+        worlds = []
+        real = bot.game.determinize
+
+        def counted(*args):
+            worlds.append(_CountedClones(real(*args)))
+            return worlds[-1]
+
+        monkeypatch.setattr(bot.game, "determinize", counted)
+        bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 30.0))
+        assert [w.clones for w in worlds] == [10] * 4, game_id
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_a_decision_depends_only_on_its_request(game_id):
+    """engine_service/plugins/protocol.py, ``Bot``: one bot object serves many matches in a
+    worker, "so ``decide`` must depend only on its request": a bot that has just answered
+    decisions of other matches answers a request as a fresh bot does, for the same seed."""
+    params = SearchParams(iterations=40, worlds=4)
+    target = _decision_points(game_id, 3, 31)[-1]
+    used = SearchBot(game_id, params)
+    for who, view in _decision_points(game_id, 3, 32):
+        used.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(7), 30.0))
+
+    def answer(bot):
+        who, view = target
+        return bot.decide(DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(3), 30.0))
+
+    assert answer(used) == answer(SearchBot(game_id, params))
