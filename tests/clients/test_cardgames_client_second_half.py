@@ -4,10 +4,13 @@ promises and no other test held it to (found by mutation testing)."""
 
 from __future__ import annotations
 
+import argparse
+
 import grpc
+import pytest
 
 from clients import cardgames_client as cg
-from engine_service.transport.generated import match_pb2
+from engine_service.transport.generated import admin_pb2, card_games_pb2, match_pb2
 
 from .conftest import run
 from .test_cardgames_client import _Dropped, _event, _ScriptedStreams
@@ -59,3 +62,79 @@ def test_a_watch_keeps_reopening_however_long_the_engine_stays_unreachable(monke
                                 monkeypatch, initial_backoff_s=0.0, max_backoff_s=0.0)
     assert seen == [(action, 1), (ended, 1)]
     assert len(heard) == 1102 and heard[-2].attempt == 1101 and heard[-1].state == cg.RESUMED
+
+
+def test_the_admins_page_by_page_listing_sends_its_filters_page_size_and_token_with_every_page():
+    """:meth:`AdminClient.all_matches` ("``limit``: the page size, from ``page_token`` on") and
+    :meth:`AdminClient.list_matches` ask each page with the caller's status, game, page size
+    and, for the first, the caller's page token; the next pages follow ``next_page_token``
+    with the same filters (docs/api.md, "Paging": else BAD_PAGE_TOKEN)."""
+    class Listings:
+        def __init__(self) -> None:
+            self.requests: list = []
+
+        async def ListMatches(self, request, timeout=None, metadata=None):
+            self.requests.append((request.status, request.game, request.limit, request.page_token))
+            token = {"t": "u", "u": ""}.get(request.page_token, "")
+            return admin_pb2.ListMatchesResponse(matches=[match_pb2.MatchSummary(match_id=request.page_token)],
+                                                 next_page_token=token)
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="t0ken")
+        try:
+            client.admin.stub = listings = Listings()
+            assert [m.match_id async for m in client.admin.all_matches(2, "jojotte", 5, "t")] == ["t", "u"]
+            assert [m.match_id for m in await client.admin.list_matches(2, "jojotte", 5, "u")] == ["u"]
+            return listings.requests
+        finally:
+            await client.close()
+
+    assert run(scenario()) == [(2, "jojotte", 5, "t"), (2, "jojotte", 5, "u"), (2, "jojotte", 5, "u")]
+
+
+def test_a_session_for_a_seat_joined_earlier_is_that_seats():
+    """:meth:`Client.seat_session` ("a session for a seat joined earlier"): the session is the
+    seat given, with its match and token (its repr names the seat, never the token)."""
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            session = client.seat_session("m1", 1, "seat-token")
+            return session.match_id, session.seat, session.token, repr(session)
+        finally:
+            await client.close()
+
+    assert run(scenario()) == ("m1", 1, "seat-token", "SeatSession(match_id='m1', seat=1)")
+
+
+def test_a_turn_time_reaches_the_engine_to_the_nanosecond():
+    """``create_match(turn_time_s=33.3)`` asks for a turn of 33.3 s, not 33.299999999 s
+    (``33.3 * 1e9`` is 33299999999.999996 as a float: the nanoseconds are rounded, not cut)."""
+    class Creating:
+        async def CreateMatch(self, request, timeout=None, metadata=None):
+            self.turn_time = (request.turn_time.seconds, request.turn_time.nanos)
+            return card_games_pb2.CreateMatchResponse()
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"))
+        try:
+            client.stub = stub = Creating()
+            await client.create_match("japanese_joker", turn_time_s=33.3)
+            return stub.turn_time
+        finally:
+            await client.close()
+
+    assert run(scenario()) == (33, 300_000_000)
+
+
+def test_a_port_of_digits_that_are_not_ascii_is_no_port():
+    """``_target_problem``: the text after the last ``:`` is the port "when it is all digits",
+    the ASCII digits a port is written with: ``host:١٢٣`` (Arabic-Indic digits, which Python's
+    ``int`` reads as 123) names no port gRPC would dial, and is refused as one that is no
+    number, by :func:`connect` and by the clients' ``--target``."""
+    target = "127.0.0.1:\u0661\u0662\u0663"
+    with pytest.raises(ValueError) as refused:
+        cg.connect(target)
+    assert "has port '\u0661\u0662\u0663', not a number from 1 to 65535" in str(refused.value)
+    with pytest.raises(argparse.ArgumentTypeError):
+        cg.target_arg(target)
