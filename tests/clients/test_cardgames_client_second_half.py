@@ -138,3 +138,35 @@ def test_a_port_of_digits_that_are_not_ascii_is_no_port():
     assert "has port '\u0661\u0662\u0663', not a number from 1 to 65535" in str(refused.value)
     with pytest.raises(argparse.ArgumentTypeError):
         cg.target_arg(target)
+
+
+def test_a_leave_whose_answer_was_lost_answers_the_summary_of_its_own_match():
+    """:meth:`SeatSession.leave`: an engine that no longer remembers a leave whose answer was
+    lost answers the freed seat's token UNAUTHENTICATED, and "the match's public summary is
+    returned instead": GetMatch of the session's match, as :meth:`SeatSession.summary` asks."""
+    from .test_client_rate_limits import _rate_limited
+
+    class Forgetting:
+        def __init__(self) -> None:
+            self.failures = [_rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, ""),
+                             _rate_limited(0.0, grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")]
+            self.asked: list[str] = []
+
+        async def LeaveMatch(self, request, timeout=None, metadata=None):
+            raise self.failures.pop(0)
+
+        async def GetMatch(self, request, timeout=None, metadata=None):
+            self.asked.append(request.match_id)
+            return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id))
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = stub = Forgetting()
+            session = client.seat_session("m7", 1, "seat-token")
+            return (await session.leave()).match_id, (await session.summary()).match_id, stub.asked
+        finally:
+            await client.close()
+
+    assert run(scenario()) == ("m7", "m7", ["m7", "m7"])
