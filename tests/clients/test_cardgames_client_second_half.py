@@ -170,3 +170,64 @@ def test_a_leave_whose_answer_was_lost_answers_the_summary_of_its_own_match():
             await client.close()
 
     assert run(scenario()) == ("m7", "m7", ["m7", "m7"])
+
+
+def test_a_leave_whose_answer_was_lost_raises_a_refusal_other_than_unauthenticated():
+    """Only the void token's UNAUTHENTICATED means that the lost leave freed the seat
+    (:meth:`SeatSession.leave`): another refusal after a lost answer (NOT_FOUND: the match is
+    gone) is raised, no summary fetched in its place."""
+    from .test_client_rate_limits import _rate_limited
+
+    class Refusing:
+        def __init__(self) -> None:
+            self.failures = [_rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, ""),
+                             _rate_limited(0.0, grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")]
+            self.asked: list[str] = []
+
+        async def LeaveMatch(self, request, timeout=None, metadata=None):
+            raise self.failures.pop(0)
+
+        async def GetMatch(self, request, timeout=None, metadata=None):
+            self.asked.append(request.match_id)
+            return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id))
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = stub = Refusing()
+            with pytest.raises(cg.NotFound):
+                await client.seat_session("m7", 1, "seat-token").leave()
+            return stub.asked
+        finally:
+            await client.close()
+
+    assert run(scenario()) == []
+
+
+def test_a_watch_whose_first_opening_a_rate_limit_refused_waits_the_delay_it_names():
+    """The watch's docstring: a reopening waits "at least the RetryInfo delay when the
+    reopening was rate limited", and the first opening refused by a rate limit (it did
+    nothing, as every refused call: the module's docstring) is opened again after that delay
+    too, however short the backoff: ``reconnecting`` (attempt 1) names a delay of at least
+    0.3 s."""
+    from .test_client_rate_limits import _rate_limited
+
+    ended = match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _ScriptedStreams([([], _rate_limited(0.3)), ([_event(ended, 4)], None)])
+            heard: list[cg.StreamState] = []
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch(on_connection=heard.append)]
+            return seen, client.stub.opened, heard
+        finally:
+            await client.close()
+
+    seen, opened, heard = run(scenario(), timeout_s=30)
+    assert seen == [(ended, 4)] and opened == [None, None]
+    assert [(h.state, h.attempt, h.error and h.error.reason) for h in heard] == [
+        (cg.RECONNECTING, 1, "RATE_LIMITED"), (cg.RESUMED, 1, None)]
+    assert heard[0].delay_s >= 0.3
