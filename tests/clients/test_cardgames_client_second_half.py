@@ -231,3 +231,49 @@ def test_a_watch_whose_first_opening_a_rate_limit_refused_waits_the_delay_it_nam
     assert [(h.state, h.attempt, h.error and h.error.reason) for h in heard] == [
         (cg.RECONNECTING, 1, "RATE_LIMITED"), (cg.RESUMED, 1, None)]
     assert heard[0].delay_s >= 0.3
+
+
+def test_a_cleanly_ended_stream_asks_whether_its_own_match_is_over():
+    """A stream the server ended cleanly is reopened unless "the match is over" (the watch's
+    code: a draining server, or a match whose end was seen before a reconnect): the match
+    asked about (GetMatch) is the watched one, here a finished one, so nothing is reopened."""
+    action = match_pb2.EVENT_KIND_ACTION
+
+    class Over(_ScriptedStreams):
+        asked: list[str] = []
+
+        async def GetMatch(self, request, timeout=None, metadata=None):
+            self.asked = self.asked + [request.match_id]
+            finished = match_pb2.MATCH_STATUS_FINISHED if request.match_id == "m1" else match_pb2.MATCH_STATUS_ACTIVE
+            return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id,
+                                                                                status=finished))
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = Over([([_event(action, 1)], None), ([_event(action, 2)], None)])
+            seen = [e.seq async for e in client.spectate("m1").watch()]
+            return seen, client.stub.opened, client.stub.asked
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == ([1], [None], ["m1"])
+
+
+def test_act_gives_up_on_views_stale_too_often_with_the_stale_sequence_status():
+    """``act`` past ``max_stale`` raises :class:`StaleSequence` as the server's own stale
+    refusal is raised: status ABORTED, reason STALE_SEQUENCE (docs/api.md), the last view."""
+    from .test_client_rate_limits import _client, _refusal, _Table
+
+    def view(seq: int) -> cg.View:
+        return cg.View(match_id="m1", seq=seq, seat=0, to_act=0, status=match_pb2.MATCH_STATUS_ACTIVE)
+
+    async def scenario():
+        table = _Table([_refusal(grpc.StatusCode.ABORTED, "STALE_SEQUENCE", view(3))], view(9))
+        with pytest.raises(cg.StaleSequence) as stale:
+            await cg.SeatSession(_client(table), "m1", 0, "t").act(lambda v: "a", view(2), max_stale=0)
+        return stale.value
+
+    stale = run(scenario())
+    assert (stale.code, stale.reason, stale.view.seq) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", 3)
