@@ -277,3 +277,24 @@ def test_act_gives_up_on_views_stale_too_often_with_the_stale_sequence_status():
 
     stale = run(scenario())
     assert (stale.code, stale.reason, stale.view.seq) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", 3)
+
+
+def test_a_watch_cut_on_a_view_of_an_ended_match_at_seq_0_reopens_after_seq_0():
+    """The watch's docstring: only "while the view last delivered is still WAITING (or none
+    was delivered and the last sequence number is 0)" is a stream reopened without
+    ``after_seq``. A match terminated before its first action is no longer WAITING at seq 0:
+    its stream, cut before MATCH_ENDED, reopens after seq 0, not with a second SNAPSHOT."""
+    snapshot, ended = match_pb2.EVENT_KIND_SNAPSHOT, match_pb2.EVENT_KIND_MATCH_ENDED
+    terminated = cg.Event(kind=snapshot, seq=0, view=cg.View(seq=0, status=match_pb2.MATCH_STATUS_TERMINATED))
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _ScriptedStreams([([terminated], _Dropped()), ([_event(ended, 0)], None)])
+            seen = [(e.kind, e.seq) async for e in client.spectate("m1").watch()]
+            return seen, client.stub.opened
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == ([(snapshot, 0), (ended, 0)], [None, 0])
