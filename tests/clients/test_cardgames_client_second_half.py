@@ -5,6 +5,8 @@ promises and no other test held it to (found by mutation testing)."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import time
 
 import grpc
 import pytest
@@ -298,3 +300,45 @@ def test_a_watch_cut_on_a_view_of_an_ended_match_at_seq_0_reopens_after_seq_0():
             await client.close()
 
     assert run(scenario(), timeout_s=30) == ([(snapshot, 0), (ended, 0)], [None, 0])
+
+
+def test_a_watch_allowed_no_reconnection_gives_up_at_the_first_drop():
+    """``max_failures``: the iterator raises "after ``max_failures`` reconnections in a row that
+    delivered nothing (None: keep trying ...)": 0 allows none, so the first drop is given up
+    (``gave_up``, attempt 0) and raised, the stream never reopened."""
+    ended = match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        try:
+            client.stub = _ScriptedStreams([([], _Dropped()), ([_event(ended, 1)], None)])
+            heard: list[cg.StreamState] = []
+            with pytest.raises(cg.Unavailable):
+                async for _ in client.spectate("m1").watch(max_failures=0, on_connection=heard.append):
+                    pass
+            return client.stub.opened, [(h.state, h.attempt, h.max_attempts) for h in heard]
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == ([None], [(cg.GAVE_UP, 0, 0)])
+
+
+def test_a_reopening_waits_for_an_unreachable_engine_no_longer_than_its_delay():
+    """``_pause`` after an UNAVAILABLE on a channel that never connects again: the delay, "at the
+    latest" (its docstring: the wait for the channel only cuts the delay short). A delay of
+    0.3 s ends well before 3 s, ten times it, however loaded the machine."""
+
+    class NeverConnects:
+        def get_state(self, try_to_connect=False):
+            return grpc.ChannelConnectivity.TRANSIENT_FAILURE
+
+        async def wait_for_state_change(self, state):
+            await asyncio.Event().wait()
+
+    async def paused() -> float:
+        started = time.monotonic()
+        await cg._pause(NeverConnects(), 0.3, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down"))
+        return time.monotonic() - started
+
+    assert 0.29 <= run(paused(), timeout_s=30) < 2.9
