@@ -342,3 +342,13 @@ def test_a_reopening_waits_for_an_unreachable_engine_no_longer_than_its_delay():
         return time.monotonic() - started
 
     assert 0.29 <= run(paused(), timeout_s=30) < 2.9
+
+
+def test_the_server_clock_takes_an_event_without_details_as_no_reading():
+    """clients/remote_bot.py hands :meth:`ServerClock.heard` None for an event without
+    ``details`` (a server before 2026-12-04 names no ``server_time``): no reading, and the
+    clocks are still taken to agree (the class's docstring), not an AttributeError of None."""
+    clock = cg.ServerClock()
+    clock.heard(None, time.time())
+    assert clock.offset_s is None
+    assert abs(clock.now() - time.time()) < 1.0
