@@ -352,3 +352,35 @@ def test_the_server_clock_takes_an_event_without_details_as_no_reading():
     clock.heard(None, time.time())
     assert clock.offset_s is None
     assert abs(clock.now() - time.time()) < 1.0
+
+
+def test_a_spectator_of_a_client_with_the_admin_token_sends_no_token():
+    """:meth:`Client.spectate`: "a spectator of a match (no token ...)", which sees "the public
+    information only" (:class:`Spectator`). A client made with the admin token spectates
+    without it, its view and its watch alike: the admin's audience sees everything, every
+    hand included (docs/api.md, The view), which a spectator's screen must never get."""
+    ended = match_pb2.EVENT_KIND_MATCH_ENDED
+
+    class Recording(_ScriptedStreams):
+        sent: list = []
+
+        def WatchMatch(self, request, metadata=None):
+            self.sent = self.sent + [("WatchMatch", dict(metadata or ()).get("authorization"))]
+            return super().WatchMatch(request, metadata)
+
+        async def GetView(self, request, timeout=None, metadata=None):
+            self.sent = self.sent + [("GetView", dict(metadata or ()).get("authorization"))]
+            return card_games_pb2.GetViewResponse(view=cg.View(match_id=request.match_id))
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), admin_token="admin-secret")
+        try:
+            client.stub = Recording([([_event(ended, 1)], None)])
+            spectator = client.spectate("m1")
+            await spectator.view()
+            assert [e.seq async for e in spectator.watch()] == [1]
+            return spectator.token, client.stub.sent
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == (None, [("GetView", None), ("WatchMatch", None)])
