@@ -327,7 +327,7 @@ def test_a_watch_allowed_no_reconnection_gives_up_at_the_first_drop():
 def test_a_reopening_waits_for_an_unreachable_engine_no_longer_than_its_delay():
     """``_pause`` after an UNAVAILABLE on a channel that never connects again: the delay, "at the
     latest" (its docstring: the wait for the channel only cuts the delay short). A delay of
-    0.3 s ends well before 3 s, ten times it, however loaded the machine."""
+    1 s ends well before 10 s, ten times it, however loaded the machine."""
 
     class NeverConnects:
         def get_state(self, try_to_connect=False):
@@ -338,10 +338,10 @@ def test_a_reopening_waits_for_an_unreachable_engine_no_longer_than_its_delay():
 
     async def paused() -> float:
         started = time.monotonic()
-        await cg._pause(NeverConnects(), 0.3, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down"))
+        await cg._pause(NeverConnects(), 1.0, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "down"))
         return time.monotonic() - started
 
-    assert 0.29 <= run(paused(), timeout_s=30) < 2.9
+    assert 0.99 <= run(paused(), timeout_s=30) < 9.5
 
 
 def test_the_server_clock_takes_an_event_without_details_as_no_reading():
