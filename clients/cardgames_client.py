@@ -483,7 +483,10 @@ class RetryPolicy:
                 raise ValueError(f"RetryPolicy.{name} must be a number of seconds, 0 or more, got {value!r}")
 
     def backoff(self, attempt: int) -> float:
-        return random.uniform(0, min(self.max_backoff_s, self.initial_backoff_s * 2 ** attempt))
+        """The jittered delay before retry ``attempt`` (0 first). The exponent stops at 64,
+        past any ``max_backoff_s`` a positive ``initial_backoff_s`` can reach: ``2 ** 1100``
+        times a float is an OverflowError, which ended a watch after 1,100 drops in a row."""
+        return random.uniform(0, min(self.max_backoff_s, self.initial_backoff_s * 2 ** min(attempt, 64)))
 
 
 class Client:
@@ -1161,7 +1164,7 @@ class _Audience:
                     wait_s = error.retry_delay_s or 0.0
             finally:
                 call.cancel()
-            delay_s = max(wait_s, self.client.retry.backoff(min(failures, 6)))
+            delay_s = max(wait_s, self.client.retry.backoff(failures))
             down = True
             await _tell(on_connection, StreamState(RECONNECTING, failures + 1, max_failures, error, delay_s))
             await _pause(self.client.channel, delay_s, error)

@@ -657,7 +657,7 @@ class Seat {
         clearTimeout(timer);
         call.cancel();
       }
-      const delayMs = Math.max(waitMs, this.client.backoffMs(Math.min(failures, 6)));
+      const delayMs = Math.max(waitMs, this.client.backoffMs(failures));
       down = true;
       await tell({ state: RECONNECTING, attempt: failures + 1, error: failure, delayMs });
       await this.client.pause(delayMs, failure);

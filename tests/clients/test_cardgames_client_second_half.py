@@ -53,6 +53,21 @@ def test_a_watchs_reopenings_back_off_exponentially_from_the_policys_initial_bac
         (cg.RECONNECTING, 1, 0.001), (cg.RESUMED, 1, 0.0)]
 
 
+def test_a_watchs_reopenings_reach_the_policys_maximum_backoff(monkeypatch):
+    """The watch's backoff grows to the policy's ``max_backoff_s`` (RetryPolicy: "between
+    initial_backoff_s and max_backoff_s"), however far that is above the initial backoff: it
+    stopped growing at 64 times the initial one, so a policy of 1 ms to 1 s never waited more
+    than 64 ms between reopenings of an engine that stayed down."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+    cut = _Dropped(grpc.StatusCode.CANCELLED)
+    waited = []
+    monkeypatch.setattr(cg, "_pause", lambda channel, delay_s, error: asyncio.sleep(0, waited.append(delay_s)))
+    _, heard = _watch_states([([_event(action, 1)], cut)] + [([], cut)] * 11 + [([_event(ended, 1)], None)],
+                             monkeypatch, initial_backoff_s=0.001, max_backoff_s=1.0)
+    assert waited == [h.delay_s for h in heard if h.state == cg.RECONNECTING]
+    assert waited == [0.001 * 2 ** i for i in range(10)] + [1.0, 1.0]
+
+
 def test_a_watch_keeps_reopening_however_long_the_engine_stays_unreachable(monkeypatch):
     """``max_failures=None``: "keep trying while the server is unreachable". The 1,100th
     reopening in a row is waited as the others and the stream comes back: the backoff's

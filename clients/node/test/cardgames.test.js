@@ -898,12 +898,13 @@ test('a leave refused by a rate limit, then UNAUTHENTICATED, lost no answer: the
 });
 
 test('backoffMs is the wait before a call is repeated and before watch() reopens its stream', async () => {
+  // its attempt is the number of failures in a row, past 6 too (a custom backoff's own cap)
   const { Client, Seat, RECONNECTING } = require('../cardgames');
   const asked = [];
   const gone = grpcError('UNAVAILABLE');
   const { client } = stubClient({
     ListGames: [gone, gone, gone, { games: [] }],
-    WatchMatch: [[[], gone], [[], gone], [[{ kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]]],
+    WatchMatch: [...Array.from({ length: 9 }, () => [[], gone]), [[{ kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]]],
   }, { backoffMs: (attempt) => { asked.push(attempt); return 5 * attempt; } });
   assert.deepStrictEqual(await client.listGames(), []);
   assert.deepStrictEqual(asked, [0, 1, 2]);
@@ -911,7 +912,8 @@ test('backoffMs is the wait before a call is repeated and before watch() reopens
   const delays = [];
   const onConnection = (c) => { if (c.state === RECONNECTING) delays.push(c.delayMs); };
   for await (const event of new Seat(client, 'm1', 0, 't').watch(3, { onConnection })) assert.strictEqual(event.seq, 4);
-  assert.deepStrictEqual([asked, delays], [[0, 1], [0, 5]]);
+  const attempts = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  assert.deepStrictEqual([asked, delays], [attempts, attempts.map((attempt) => 5 * attempt)]);
   assert.throws(() => new Client('127.0.0.1:9', { backoffMs: 100 }), TypeError);
 });
 
