@@ -1,0 +1,137 @@
+"""The Python client library (clients/cardgames_client.py), its values, errors, retries and
+requests, offline: what a mutation run of the first half of the module (connection,
+RetryPolicy, errors, Client's calls, the match and seat helpers) found no test to pin."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+
+from clients import cardgames_client as cg
+from engine_service.transport.generated import match_pb2
+
+from .conftest import run
+from .test_cardgames_client import _Dropped, _event, _Recorder, _ScriptedStreams
+
+
+def _quick_client(stub) -> cg.Client:
+    """A client of ``stub`` whose retries wait a millisecond or two."""
+    client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                       retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+    client.stub = stub
+    return client
+
+
+def _refused(code: grpc.StatusCode, reason: str) -> grpc.RpcError:
+    """A refusal as the engine sends it: its ErrorInfo (domain cardgames.v1, ``reason``)."""
+    packed = any_pb2.Any()
+    packed.Pack(error_details_pb2.ErrorInfo(reason=reason, domain=cg.DOMAIN))
+    status = status_pb2.Status(code=code.value[0], message="refused", details=[packed])
+
+    class Refused(grpc.RpcError):
+        def code(self):
+            return code
+
+        def details(self):
+            return "refused"
+
+        def trailing_metadata(self):
+            return (("grpc-status-details-bin", status.SerializeToString()),)
+
+    return Refused()
+
+
+def test_python_value_of_an_unset_option_value_is_none():
+    """python_value's docstring: "None when unset", not an empty value of some type."""
+    assert cg.python_value(match_pb2.OptionValue()) is None
+    assert cg.python_value(cg.option_value("")) == "" and cg.python_value(cg.option_value(0)) == 0
+
+
+def test_legal_notations_keep_the_servers_order():
+    """legal_notations: "in the server's order" (a bot or --autoplay first takes the first)."""
+    view = cg.View(legal_actions=[{"notation": n} for n in ("pass", "bid:80", "bid:100")])
+    assert cg.legal_notations(view) == ["pass", "bid:80", "bid:100"]
+
+
+def test_is_my_turn_needs_a_seat_and_a_seat_to_act():
+    """View.seat is "unset for a spectator and the admin", View.to_act "unset while nobody can"
+    (proto/cardgames/v1/match.proto): a spectator is never on turn (its unset seat reads 0),
+    nor is seat 0 while nobody is to act (its unset to_act reads 0)."""
+    assert cg.is_my_turn(cg.View(seat=0, to_act=0)) and cg.is_my_turn(cg.View(seat=2, to_act=2))
+    assert not cg.is_my_turn(cg.View(seat=1, to_act=0))
+    assert not cg.is_my_turn(cg.View(to_act=0))  # a spectator's view
+    assert not cg.is_my_turn(cg.View(seat=0))  # a waiting match, a deal being dealt, the end
+
+
+def test_a_match_ended_by_the_rules_or_by_the_admin_is_finished():
+    """is_finished: FINISHED (the rules, a resignation, a forfeit) and TERMINATED (the admin)
+    both end a match; WAITING, ACTIVE and an unspecified status do not."""
+    assert cg.is_finished(match_pb2.MATCH_STATUS_FINISHED) and cg.is_finished(match_pb2.MATCH_STATUS_TERMINATED)
+    for status in (match_pb2.MATCH_STATUS_UNSPECIFIED, match_pb2.MATCH_STATUS_WAITING, match_pb2.MATCH_STATUS_ACTIVE):
+        assert not cg.is_finished(status), status
+
+
+def test_a_full_servers_refusal_is_raised_at_once_not_sent_again():
+    """docs/api.md, "Reconnecting", Rate limits: "Other RESOURCE_EXHAUSTED reasons (a full
+    server) are not repeated": only RATE_LIMITED says nothing was done, come back later."""
+    async def scenario():
+        for reason in ("MAX_MATCHES", "MAX_WAITING_MATCHES", "LIMIT_EXCEEDED", ""):
+            stub = _Recorder(error=_refused(grpc.StatusCode.RESOURCE_EXHAUSTED, reason))
+            client = _quick_client(stub)
+            try:
+                with pytest.raises(cg.ResourceExhausted) as caught:
+                    await client.create_match("klaberjass")
+            finally:
+                await client.close()
+            assert caught.value.reason == reason and [name for name, *_ in stub.calls] == ["CreateMatch"], reason
+
+    run(scenario(), timeout_s=30)
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                  grpc.StatusCode.CANCELLED])
+def test_a_stream_ended_unavailable_deadline_exceeded_or_cancelled_is_reopened_every_time(code):
+    """docs/api.md, "Reconnecting": both libraries treat a stream that failed with
+    UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED as dropped, and reopen it with after_seq as
+    often as it drops (only INTERNAL / UNKNOWN are given up the fourth time in a row)."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = _quick_client(_ScriptedStreams([([_event(action, 3)], _Dropped(code))] + [([], _Dropped(code))] * 4
+                                                + [([_event(action, 4), _event(ended, 4)], None)]))
+        try:
+            seen = [(event.kind, event.seq) async for event in client.spectate("m1").watch(2)]
+            return seen, client.stub.opened
+        finally:
+            await client.close()
+
+    seen, opened = run(scenario(), timeout_s=30)
+    assert seen == [(action, 3), (action, 4), (ended, 4)]
+    assert opened == [2] + [3] * 5
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN])
+def test_a_stream_ended_internal_or_unknown_is_reopened_three_times_in_a_row(code):
+    """docs/api.md, "Reconnecting": a stream that failed with INTERNAL or UNKNOWN (what a
+    broken HTTP/2 stream, RST_STREAM, can end with) is reopened too, but only 3 times in a row
+    without an event in between: the fourth such failure is raised."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = _quick_client(_ScriptedStreams([([_event(action, 3)], _Dropped(code))] + [([], _Dropped(code))] * 2
+                                                + [([_event(action, 4), _event(ended, 4)], None)]))
+        try:
+            seen = [(event.kind, event.seq) async for event in client.spectate("m1").watch(2)]
+            client.stub = _ScriptedStreams([([], _Dropped(code))] * 5)
+            with pytest.raises(cg.CardGamesError) as caught:
+                async for _ in client.spectate("m1").watch(2):
+                    pass
+            return seen, caught.value.code, client.stub.opened
+        finally:
+            await client.close()
+
+    seen, raised, opened = run(scenario(), timeout_s=30)
+    assert seen == [(action, 3), (action, 4), (ended, 4)]
+    assert raised == code and opened == [2] * 4
