@@ -4,6 +4,9 @@ RetryPolicy, errors, Client's calls, the match and seat helpers) found no test t
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+
 import grpc
 import pytest
 from google.protobuf import any_pb2
@@ -13,7 +16,7 @@ from clients import cardgames_client as cg
 from engine_service.transport.generated import match_pb2
 
 from .conftest import run
-from .test_cardgames_client import _Dropped, _event, _Recorder, _ScriptedStreams
+from .test_cardgames_client import _Dropped, _event, _Recorder, _ScriptedStreams, committed_deal
 
 
 def _quick_client(stub) -> cg.Client:
@@ -135,3 +138,93 @@ def test_a_stream_ended_internal_or_unknown_is_reopened_three_times_in_a_row(cod
     seen, raised, opened = run(scenario(), timeout_s=30)
     assert seen == [(action, 3), (action, 4), (ended, 4)]
     assert raised == code and opened == [2] * 4
+
+
+def _salts(count: int) -> list[str]:
+    return [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(count)]
+
+
+def test_verify_deal_refuses_a_hidden_hash_given_twice():
+    """docs/api.md, "Fair dealing": "no card salt twice and no hidden hash twice" (two hidden
+    positions of one hash are one salted card twice). The reveal below opens its commitment:
+    only that check refuses it, with the pack or without."""
+    pack = list(cg.PACKS["klaberjass"])
+    salts = _salts(32)
+    salts[31] = salts[30]
+    reveal, c = committed_deal(pack[:31] + [pack[30]], salts, 20)
+    assert reveal.card_hashes[30] == reveal.card_hashes[31] != ""
+    assert cg.verify_deal(reveal, c) is False and cg.verify_deal(reveal, c, pack=pack) is False
+    genuine, c = committed_deal(pack, _salts(32), 20)
+    assert cg.verify_deal(genuine, c, pack=pack)
+
+
+def test_verify_deal_refuses_a_hidden_position_that_names_a_salt():
+    """docs/api.md, "Fair dealing": a hidden position has "no card, no salt and a hash"; one
+    that shows its salt is of the wrong form, though the commitment (over its hash) opens."""
+    pack = list(cg.PACKS["klaberjass"])
+    salts = _salts(32)
+    reveal, c = committed_deal(pack, salts, 20)
+    reveal.card_salts[25] = salts[25]
+    assert cg.verify_deal(reveal, c) is False and cg.verify_deal(reveal, c, pack=pack) is False
+
+
+@pytest.mark.parametrize("name", ["initial_backoff_s", "max_backoff_s", "max_rate_limit_wait_s"])
+def test_a_retry_policy_wait_of_true_or_false_is_refused(name):
+    """A RetryPolicy's wait "must be a number of seconds": a bool (an int to Python) is no
+    such number, refused where the policy is made, as ``attempts=True`` is."""
+    for flag in (True, False):
+        with pytest.raises(ValueError, match=rf"^RetryPolicy\.{name} must be a number of seconds"):
+            cg.RetryPolicy(**{name: flag})
+
+
+def test_wait_ready_gives_the_channel_the_time_given(monkeypatch):
+    """``wait_ready(timeout_s)`` waits that long for the channel (Unavailable after it), not
+    the default 10 s."""
+    waits = []
+
+    async def no_connection(awaitable, timeout):
+        waits.append(timeout)
+        awaitable.close()
+        raise asyncio.TimeoutError
+
+    async def scenario():
+        client = cg.connect("127.0.0.1:9")
+        try:
+            monkeypatch.setattr(cg.asyncio, "wait_for", no_connection)
+            with pytest.raises(cg.Unavailable, match="no connection within 0.25 s"):
+                await client.wait_ready(0.25)
+            monkeypatch.undo()
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+    assert waits == [0.25]
+
+
+def test_every_call_carries_the_clients_timeout():
+    """Client.call: "One unary call with the token and timeout": each call of the library has
+    the client's ``timeout_s`` as its deadline (a call to an engine that never answers fails
+    DEADLINE_EXCEEDED then, and is repeated), the first try and every repeat."""
+    summary = match_pb2.MatchSummary(match_id="m1")
+
+    class LosesTheFirst(_Recorder):
+        def __getattr__(self, name):
+            async def call(request, *, timeout=None, metadata=None):
+                self.calls.append((name, request, timeout, dict(metadata or ()).get("authorization")))
+                if len(self.calls) == 1:
+                    raise _Dropped(grpc.StatusCode.DEADLINE_EXCEEDED)
+                return cg.card_games_pb2.GetMatchResponse(match=summary)
+            return call
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), timeout_s=4.5,
+                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
+        client.stub = stub = LosesTheFirst()
+        try:
+            assert await client.get_match("m1") == summary
+        finally:
+            await client.close()
+        return stub.calls
+
+    calls = run(scenario(), timeout_s=30)
+    assert [(name, timeout) for name, _, timeout, _ in calls] == [("GetMatch", 4.5)] * 2
