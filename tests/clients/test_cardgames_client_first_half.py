@@ -228,3 +228,73 @@ def test_every_call_carries_the_clients_timeout():
 
     calls = run(scenario(), timeout_s=30)
     assert [(name, timeout) for name, _, timeout, _ in calls] == [("GetMatch", 4.5)] * 2
+
+
+def test_join_sends_the_seat_asked_for_seat_0_included_the_name_and_the_callers_join_id():
+    """``join``: ``seat`` None takes the first open seat (no seat sent), a number asks for
+    that seat, 0 too; ``player_name`` is sent; a ``client_join_id`` given is sent as it is (to
+    retry a join after the client itself restarted), else a fresh UUID; the session holds the
+    seat and token of the answer."""
+    answer = cg.card_games_pb2.JoinMatchResponse(match_id="m1", seat=0, seat_token="tok")
+
+    async def scenario():
+        client = _quick_client(_Recorder({"JoinMatch": answer}))
+        try:
+            sessions = [await client.join("m1", seat=0, player_name="ada", client_join_id="my-own-join-id-0001"),
+                        await client.join("m1"), await client.join("m1", seat=1)]
+            return sessions, [request for _, request, _, _ in client.stub.calls]
+        finally:
+            await client.close()
+
+    sessions, requests = run(scenario(), timeout_s=30)
+    assert [(r.match_id, r.HasField("seat"), r.seat, r.player_name) for r in requests] == [
+        ("m1", True, 0, "ada"), ("m1", False, 0, ""), ("m1", True, 1, "")]
+    assert requests[0].client_join_id == "my-own-join-id-0001"
+    assert requests[1].client_join_id != requests[2].client_join_id and len(requests[1].client_join_id) == 36
+    assert [(s.match_id, s.seat, s.token) for s in sessions] == [("m1", 0, "tok")] * 3
+
+
+def test_create_match_sends_the_callers_create_id():
+    """``create_match``: a ``client_create_id`` given is sent as it is (to retry a create after
+    the client itself restarted), else a fresh UUID each time."""
+    answer = cg.card_games_pb2.CreateMatchResponse(match=match_pb2.MatchSummary(match_id="m1"))
+
+    async def scenario():
+        client = _quick_client(_Recorder({"CreateMatch": answer}))
+        try:
+            for create_id in ("my-own-create-id-01", None, None):
+                assert (await client.create_match("klaberjass", client_create_id=create_id)).match_id == "m1"
+            return [request.client_create_id for _, request, _, _ in client.stub.calls]
+        finally:
+            await client.close()
+
+    ids = run(scenario(), timeout_s=30)
+    assert ids[0] == "my-own-create-id-01" and ids[1] != ids[2] and len(ids[1]) == len(ids[2]) == 36
+
+
+def test_every_page_of_the_lobby_is_asked_for_the_game_and_page_size_given():
+    """``all_open_matches(game, limit)`` reads the lobby page by page, each page asked for
+    with the same ``game`` and ``limit`` (a page token sent with other filters is
+    BAD_PAGE_TOKEN, docs/api.md, "Paging"), until a page names no next page."""
+    pages = {"": (["a", "b"], "p2"), "p2": (["c"], "p3"), "p3": ([], "")}
+
+    class Lobby(_Recorder):
+        def __getattr__(self, name):
+            async def call(request, *, timeout=None, metadata=None):
+                self.calls.append((name, request, timeout, None))
+                ids, token = pages[request.page_token]
+                return cg.card_games_pb2.ListOpenMatchesResponse(
+                    matches=[match_pb2.MatchSummary(match_id=i) for i in ids], next_page_token=token)
+            return call
+
+    async def scenario():
+        client = _quick_client(Lobby())
+        try:
+            seen = [m.match_id async for m in client.all_open_matches("jojotte", 2)]
+            return seen, [(r.game, r.limit, r.page_token) for _, r, _, _ in client.stub.calls]
+        finally:
+            await client.close()
+
+    seen, asked = run(scenario(), timeout_s=30)
+    assert seen == ["a", "b", "c"]
+    assert asked == [("jojotte", 2, ""), ("jojotte", 2, "p2"), ("jojotte", 2, "p3")]
