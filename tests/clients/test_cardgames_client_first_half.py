@@ -298,3 +298,17 @@ def test_every_page_of_the_lobby_is_asked_for_the_game_and_page_size_given():
     seen, asked = run(scenario(), timeout_s=30)
     assert seen == ["a", "b", "c"]
     assert asked == [("jojotte", 2, ""), ("jojotte", 2, "p2"), ("jojotte", 2, "p3")]
+
+
+def test_a_seat_session_made_again_is_of_the_seat_and_match_given():
+    """``seat_session(match_id, seat, token)``: a session for a seat joined earlier (after a
+    restart of the client) is that seat's, of that match, with that token."""
+    async def scenario():
+        client = _quick_client(_Recorder())
+        try:
+            session = client.seat_session("m4", 2, "seat-token")
+            return session.match_id, session.seat, session.token
+        finally:
+            await client.close()
+
+    assert run(scenario(), timeout_s=30) == ("m4", 2, "seat-token")
