@@ -312,3 +312,24 @@ def test_a_seat_session_made_again_is_of_the_seat_and_match_given():
             await client.close()
 
     assert run(scenario(), timeout_s=30) == ("m4", 2, "seat-token")
+
+
+def test_retried_lists_a_rate_limits_refusal_as_well_as_a_lost_answer():
+    """Client.call: "``retried``: each error the call was repeated after is appended to it",
+    a refusal by a rate limit (RESOURCE_EXHAUSTED, RATE_LIMITED) as well as a lost answer, in
+    the order they came (a caller tells them apart by their code: a refusal applied nothing)."""
+    from .test_client_rate_limits import _rate_limited, _Scripted
+
+    async def scenario():
+        stub = _Scripted([_rate_limited(0.001), _Dropped()], cg.card_games_pb2.GetViewResponse())
+        client = _quick_client(stub)
+        retried: list[cg.CardGamesError] = []
+        try:
+            await client.call(stub.GetView, cg.card_games_pb2.GetViewRequest(match_id="m1"), retry=True,
+                              retried=retried)
+        finally:
+            await client.close()
+        return [(e.code, e.reason) for e in retried], len(stub.calls)
+
+    assert run(scenario(), timeout_s=30) == (
+        [(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"), (grpc.StatusCode.UNAVAILABLE, "")], 3)
