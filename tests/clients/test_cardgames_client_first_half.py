@@ -333,3 +333,28 @@ def test_retried_lists_a_rate_limits_refusal_as_well_as_a_lost_answer():
 
     assert run(scenario(), timeout_s=30) == (
         [(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"), (grpc.StatusCode.UNAVAILABLE, "")], 3)
+
+
+def test_a_silent_stream_is_reported_unavailable_stream_silent():
+    """watch's docstring: a stream that delivers nothing for ``silence_timeout_s`` is taken for
+    lost and reopened as after a drop, "its ``reconnecting`` error: UNAVAILABLE, reason
+    ``STREAM_SILENT``" (a drop, reopened as often as it comes, not an unclear INTERNAL)."""
+    from .test_cardgames_client import SILENT
+
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = _quick_client(_ScriptedStreams([([_event(action, 3)], SILENT)] + [([], SILENT)] * 4
+                                                + [([_event(action, 4), _event(ended, 4)], None)]))
+        heard: list[cg.StreamState] = []
+        try:
+            seen = [event.seq async for event in client.spectate("m1").watch(2, silence_timeout_s=0.02,
+                                                                              on_connection=heard.append)]
+            return seen, heard
+        finally:
+            await client.close()
+
+    seen, heard = run(scenario(), timeout_s=30)
+    assert seen == [3, 4, 4]
+    errors = [(h.error.code, h.error.reason) for h in heard if h.state == cg.RECONNECTING]
+    assert errors == [(grpc.StatusCode.UNAVAILABLE, "STREAM_SILENT")] * 5
