@@ -1152,7 +1152,7 @@ class _Audience:
                     continue
                 unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES
                 # a reopening refused by a rate limit did nothing: open again after its delay
-                limited = error.reason == "RATE_LIMITED"
+                limited = _rate_limited(error)
                 if not resume or not (error.code in _RESUMABLE or unclear or limited):
                     if resume and error.code in _MAYBE_RESUMABLE:  # the unclear ones ran out
                         await _tell(on_connection, StreamState(GAVE_UP, failures, max_failures, error))

@@ -641,7 +641,7 @@ class Seat {
         const unclear = Number.isInteger(error.code) && MAYBE_RESUMABLE.has(failure.code)
           && failures < MAX_UNCLEAR_FAILURES;
         // a reopening refused by a rate limit did nothing: open again after its delay
-        const limited = failure.reason === 'RATE_LIMITED';
+        const limited = rateLimited(failure);
         if (!RESUMABLE.has(failure.code) && !unclear && !limited) {
           if (MAYBE_RESUMABLE.has(failure.code) && Number.isInteger(error.code)) {
             await tell({ state: GAVE_UP, attempt: failures, error: failure }); // the unclear ones ran out

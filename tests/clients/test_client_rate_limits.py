@@ -482,6 +482,26 @@ def test_a_watch_reopening_refused_by_a_rate_limit_waits_its_delay():
     assert stub.at[2] - stub.at[1] >= 0.29, stub.at
 
 
+def test_a_watch_reopening_refused_with_rate_limited_under_another_code_is_raised():
+    """A rate limit's refusal is RESOURCE_EXHAUSTED with reason RATE_LIMITED (docs/api.md,
+    "Rate limits"): a reopening refused with that reason under another code (here
+    FAILED_PRECONDITION) is no rate limit and is raised, as ``Client.call`` raises it (the
+    watch took the reason alone and waited to reopen)."""
+    from .test_cardgames_client import _Dropped, _event, _ScriptedStreams
+
+    action = match_pb2.EVENT_KIND_ACTION
+    stub = _ScriptedStreams([([_event(action, 3)], _Dropped()),
+                             ([], _rate_limited(0.0, grpc.StatusCode.FAILED_PRECONDITION))])
+
+    async def scenario():
+        return [(e.kind, e.seq) async for e in cg.Spectator(_client(stub), "m1", None).watch()]
+
+    with pytest.raises(cg.CardGamesError) as refused:
+        run(scenario())
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RATE_LIMITED")
+    assert stub.opened == [None, 3]
+
+
 def test_between_tries_a_call_waits_its_backoff_or_the_rate_limits_longer_delay(monkeypatch):
     """``Client.call`` waits the policy's jittered backoff between two tries, and after a rate
     limit's refusal its RetryInfo delay when that is longer (RetryPolicy's docstring): a lost

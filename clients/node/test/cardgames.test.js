@@ -383,6 +383,20 @@ test('watch() reopens a rate-limited stream after the RetryInfo delay', async ()
   assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
 });
 
+test('watch() throws a reopening refused with RATE_LIMITED under another code than RESOURCE_EXHAUSTED (as a call)', async () => {
+  // a rate limit's refusal is RESOURCE_EXHAUSTED with that reason (docs/api.md, "Rate limits")
+  const { Seat } = require('../cardgames');
+  const { client, calls: opened } = stubClient({ WatchMatch: [
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 3 }], grpcError('UNAVAILABLE')],
+    [[], grpcError('FAILED_PRECONDITION', 'too many requests', rateLimitedMetadata(0, 0))],
+  ] });
+  const seen = [];
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch()) seen.push(event.seq);
+  })(), (error) => error.code === 'FAILED_PRECONDITION' && error.reason === 'RATE_LIMITED');
+  assert.deepStrictEqual([seen, opened.map((o) => o.request.after_seq)], [[3], [undefined, 3]]);
+});
+
 test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in a row at most (as Python)', async () => {
   // A broken HTTP/2 stream (RST_STREAM) can end as INTERNAL or UNKNOWN: the Python library
   // reopens it with after_seq like a dropped one, but gives up on the fourth such failure in a
