@@ -97,6 +97,8 @@ def test_a_reader_that_left_ends_the_command_with_the_status_given(reader_left, 
 
 @pytest.mark.parametrize("error, says", [
     (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+    (OSError(errno.EDQUOT, "Disk quota exceeded"), "Disk quota exceeded"),  # a quota
+    (OSError(errno.EFBIG, "File too large"), "File too large"),  # past the largest file allowed
     (OSError(errno.EIO, ""), "[Errno 5] "),  # no reason given: the error as it is
 ])
 def test_an_output_that_cannot_be_written_is_one_line(error, says, monkeypatch, capsys):

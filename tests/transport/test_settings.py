@@ -4,6 +4,7 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import re
@@ -68,6 +69,34 @@ def test_every_setting_has_a_flag_and_an_environment_name():
     assert settable == {f for f in S.Settings.__dataclass_fields__ if f != "session"}
 
 
+#: For the settings that are not a number: a value other than the default.
+OTHER_VALUES = {"host": "127.0.0.1", "metrics_host": "127.0.0.1", "log_format": "json", "log_level": "debug",
+                "event_loop": "asyncio", "admin_token": "0123456789abcdef0123456789abcdef",
+                "trusted_proxies": "10.0.0.0/8", "db": "memory:", "takeover_bot": "heuristic"}
+
+
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.name not in ("tls_cert", "tls_key")],
+                         ids=lambda s: s.name)
+def test_each_flag_and_variable_sets_the_field_it_names_and_no_other(setting):
+    """docs/operations.md's table: ``--snapshot-threshold`` / ``CARDGAMES_SNAPSHOT_THRESHOLD``
+    sets the snapshot threshold, ``--db`` the database (db_path), and nothing else; a row read
+    into another field of the same range and default (--snapshot-threshold into
+    max_bot_matches, --db-lock-wait-s into the default turn time, --trusted-proxies dropped)
+    passed every other test. A number setting is given the top of its range. (The TLS pair:
+    test_the_tls_certificate_and_key_must_belong_together.)"""
+    text = OTHER_VALUES.get(setting.name) or re.findall(rf"(?:to|at most) {_NUMBER}", setting.allowed)[-1]
+    field = "db_path" if setting.name == "db" else setting.name  # by its name, not by the table's row
+    defaults = S.Settings()
+    value = setting.parse(text)
+    assert value != setting.default(defaults), setting.name
+    if field in S.Settings.__dataclass_fields__:
+        expected = dataclasses.replace(defaults, **{field: value})
+    else:
+        expected = dataclasses.replace(defaults, session=dataclasses.replace(defaults.session, **{field: value}))
+    assert _parse([f"{setting.flag}={text}"], {}) == expected
+    assert _parse([], {f"CARDGAMES_{setting.name.upper()}": text}) == expected
+
+
 def test_bad_values_are_errors():
     with pytest.raises(ValueError, match="CARDGAMES_PORT"):
         _parse([], {"CARDGAMES_PORT": "99999"})
@@ -96,6 +125,8 @@ def test_a_bad_flag_says_why(capsys):
     assert _flag_error(capsys, ["--port", "http"]).endswith("error: argument --port: not a whole number: 'http'")
     assert _flag_error(capsys, ["--log-format", "xml"]).endswith(
         "error: argument --log-format: must be one of auto, json, console, not 'xml'")
+    assert _flag_error(capsys, ["--default-turn-time-s", "5"]).endswith(
+        "error: argument --default-turn-time-s: must be 0 (none) or 10 to 120 seconds, not '5'")
     with pytest.raises(ValueError) as env_error:
         _parse([], {"CARDGAMES_DRAIN_GRACE_S": "-1"})
     assert str(env_error.value) == ("environment variable CARDGAMES_DRAIN_GRACE_S (--drain-grace-s): "
