@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -407,8 +408,6 @@ def test_event_loop_choice():
 
 def _certificate(folder, name: str, *extra: str):
     """A throw-away self-signed certificate and its key (PEM): (cert, key)."""
-    import subprocess
-
     cert, key = folder / f"{name}-cert.pem", folder / f"{name}-key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-days", "1", "-subj", "/CN=localhost",
                     "-keyout", str(key), "-out", str(cert), *(extra or ("-nodes",))],
@@ -439,6 +438,11 @@ def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
                                    "(no '-----BEGIN ... PRIVATE KEY-----' block)")
     assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
                                  "(no '-----BEGIN CERTIFICATE-----' block)")
+    public_key = tmp_path / "a-public-key.pem"  # the public half given for the private key
+    subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(public_key)],
+                   check=True, capture_output=True, timeout=60)
+    assert refused(cert, public_key) == (f"--tls-key / CARDGAMES_TLS_KEY {public_key}: holds no private key "
+                                         "(no '-----BEGIN ... PRIVATE KEY-----' block)")
     damaged = tmp_path / "damaged-cert.pem"  # the PEM block is there, its content is not a certificate
     damaged.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
     assert refused(damaged, key).startswith(
@@ -448,8 +452,6 @@ def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
         f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted; gRPC needs it "
         "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
     # the traditional format's encrypted key ("Proc-Type: 4,ENCRYPTED" in its headers) alike
-    import subprocess
-
     old_locked_key = tmp_path / "old-locked-key.pem"
     subprocess.run(["openssl", "rsa", "-in", str(key), "-traditional", "-aes128", "-passout", "pass:secret",
                     "-out", str(old_locked_key)], check=True, capture_output=True, timeout=60)
@@ -577,11 +579,15 @@ def _db_refused_unshown(capsys, url: str) -> str:
                                  "postgresql:/cardgames:s3cret-pw@db.internal/cardgames",
                                  "postgresql//cardgames:s3cret-pw@db.internal/cardgames",
                                  "cardgames:s3cret-pw@db.internal:5432/cardgames",
+                                 "cardgames:pa:s3cret-pw@db.internal/cardgames",  # a colon in the password
                                  "Postgres:cardgames:s3cret-pw@db.internal",
                                  # a URL without its scheme ("postgresql:" lost: //user:password@host)
                                  "//cardgames:s3cret-pw@db.internal/cardgames",
                                  "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames",
                                  "host=db.internal sslpassword=s3cret-pw dbname=cardgames",
+                                 # libpq takes spaces around its '=', and a keyword in capitals is still one
+                                 "host=db.internal user=cardgames password = s3cret-pw dbname=cardgames",
+                                 "HOST=db.internal PASSWORD=s3cret-pw",
                                  # no user:password@ nor password= to give them away
                                  '"postgresql://db.internal/cardgames"', "postgresql:/db.internal/cardgames",
                                  # a scheme is read in any case (POSTGRES://u@h/x is taken): so is its misspelling
