@@ -249,19 +249,25 @@ def test_out_of_range_values_are_refused(flag, bad, capsys):
 @pytest.mark.parametrize("flag", ["--host", "--metrics-host"])
 @pytest.mark.parametrize("bad, says", [
     ("\udcff", "a byte that is not UTF-8"), ("\udc80", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
-    ("x" * 64 + ".example", "label empty or too long"), ("[a..b]", "label empty or too long"),
+    ("x" * 64 + ".example", "label empty or too long"),
+    # gRPC binds no name nor IPv4 address in brackets: the database was created, then "Failed to bind"
+    ("[a..b]", "only an IPv6 address goes in brackets"), ("[127.0.0.1]", "only an IPv6 address goes in brackets"),
+    ("[localhost]", "only an IPv6 address goes in brackets"), ("[]", "only an IPv6 address goes in brackets"),
+    ("[ ]", "only an IPv6 address goes in brackets"),
 ])
 def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, says, capsys):
     """``--host`` with a byte that is not UTF-8, an empty label or one over 63 characters: the
     IDNA encoding of getaddrinfo failed with a UnicodeError once the engine bound its ports,
     logged as ``store_unavailable`` (the database blamed); refused as the flag's error now. A
-    name that is only unknown stays the bind's error (grpc_port_unavailable), an address in
-    brackets and a wildcard are taken."""
+    name that is only unknown stays the bind's error (grpc_port_unavailable), an IPv6 address
+    in brackets and a wildcard are taken; brackets around anything else are refused (gRPC
+    binds none, and refused it only after the database was created or migrated)."""
     assert f"argument {flag}: not a host name or address: {says}" in _flag_error(capsys, [flag, bad])
     setting = next(s for s in S.SETTINGS if s.flag == flag)
     with pytest.raises(ValueError, match=f"{setting.env}.*not a host name or address: {says}"):
         _parse([], {setting.env: bad})
-    for good in ("[::]", "::", "0.0.0.0", "localhost", "h\u00e9.example", "no-such-host.invalid", "[fe80::1%eth0]"):
+    for good in ("[::]", "::", "0.0.0.0", "localhost", "h\u00e9.example", "no-such-host.invalid", "[fe80::1%eth0]",
+                 "[::1]"):
         assert getattr(_parse([flag, good], {}), setting.name) == good
 
 
