@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine_service.command_line import check_text, parse_args, stdout_guarded, unrecognized
+from engine_service.command_line import check_text, parse_args, printable, stdout_guarded, unrecognized
 
 
 @pytest.mark.parametrize("unknown, says", [
@@ -64,6 +64,18 @@ def test_parse_args_refuses_an_unknown_argument_without_its_value(capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2 and "s3cret" not in err, err
     assert err.endswith("cmd: error: unrecognized arguments: --nmae -z (2 values not shown: they may hold a secret)\n")
+
+
+def test_printable_shows_a_byte_that_is_not_utf8_as_an_escape():
+    """A path's byte that is not UTF-8 (a lone surrogate in Python) is shown as ``\\xff``, the
+    rest of the text as it is, so that a UTF-8 standard output can print it; a path object
+    alike."""
+    from pathlib import Path
+
+    assert printable("/tmp/caf\udce9s/\udcff.sqlite3") == "/tmp/caf\\xe9s/\\xff.sqlite3"
+    assert printable(Path("/tmp/caf\udce9.pem")) == "/tmp/caf\\xe9.pem"
+    assert printable("/var/lib/cardgames/Zo\u00eb \u2660.sqlite3") == "/var/lib/cardgames/Zo\u00eb \u2660.sqlite3"
+    printable("caf\udce9").encode("utf-8")  # printable: no UnicodeEncodeError
 
 
 class _Output:
