@@ -16,6 +16,7 @@ a ValueError naming the variable and its flag, raised only when ``serve`` builds
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import re
@@ -165,9 +166,20 @@ def _host(text: str) -> str:
     asked about (an IPv6 address may come in brackets). A byte that is not UTF-8 (a lone
     surrogate), an empty label (``a..b``) or one over 63 characters fail the IDNA encoding
     getaddrinfo applies: a UnicodeError, logged as ``store_unavailable``, the database blamed
-    for the address. A name that does not resolve is the bind's error (grpc_port_unavailable)."""
+    for the address. A name that does not resolve is the bind's error (grpc_port_unavailable).
+
+    Brackets hold an IPv6 address only: ``[127.0.0.1]``, ``[localhost]`` or ``[]`` (a
+    template's ``[$(POD_IP)]`` of an empty or IPv4 value) passed the bind check, which drops
+    the brackets, and gRPC then refused the address only after the engine had created or
+    migrated its database ("Failed to bind to address [127.0.0.1]:50051; set
+    GRPC_VERBOSITY=debug ...")."""
     host = _text(text)
     name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if name != host:
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            raise ValueError("not a host name or address: only an IPv6 address goes in brackets") from None
     try:
         name.encode("idna")
     except UnicodeError as exc:
@@ -179,7 +191,7 @@ def _host(text: str) -> str:
     return host
 
 
-_host.allowed = "a host name or address"  # type: ignore[attr-defined]
+_host.allowed = "a host name or address (an IPv6 address may be in brackets)"  # type: ignore[attr-defined]
 
 
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")

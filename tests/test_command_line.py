@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine_service.command_line import check_text, parse_args, stdout_guarded, unrecognized
+from engine_service.command_line import check_text, parse_args, printable, stdout_guarded, unrecognized
 
 
 @pytest.mark.parametrize("unknown, says", [
@@ -37,16 +37,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 @pytest.mark.parametrize("argv, named", [
-    (["--name", "ad\udce9"], "--name"),
-    (["--option", "a=1", "--option", "b=\udcff"], "--option"),  # one of a list's values
-    (["inspect", "M\udcff"], "MATCH_ID"),  # a sub-command's argument
+    (["--name", "s3cret\udce9"], "--name"),
+    (["--option", "a=1", "--option", "s3cret=\udcff"], "--option"),  # one of a list's values
+    (["inspect", "s3cret\udcff"], "MATCH_ID"),  # a sub-command's argument
 ])
 def test_check_text_names_the_argument_that_is_not_utf8(argv, named, capsys):
+    """Named, its value not shown (the module's docstring: never its value)."""
     parser = _parser()
     with pytest.raises(SystemExit) as info:
         check_text(parser, parser.parse_args(argv), paths={"file"})
     err = capsys.readouterr().err
     assert info.value.code == 2 and f"error: argument {named}: not UTF-8 text" in err, err
+    assert "s3cret" not in err, err
 
 
 def test_check_text_leaves_paths_and_text_alone():
@@ -62,6 +64,18 @@ def test_parse_args_refuses_an_unknown_argument_without_its_value(capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2 and "s3cret" not in err, err
     assert err.endswith("cmd: error: unrecognized arguments: --nmae -z (2 values not shown: they may hold a secret)\n")
+
+
+def test_printable_shows_a_byte_that_is_not_utf8_as_an_escape():
+    """A path's byte that is not UTF-8 (a lone surrogate in Python) is shown as ``\\xff``, the
+    rest of the text as it is, so that a UTF-8 standard output can print it; a path object
+    alike."""
+    from pathlib import Path
+
+    assert printable("/tmp/caf\udce9s/\udcff.sqlite3") == "/tmp/caf\\xe9s/\\xff.sqlite3"
+    assert printable(Path("/tmp/caf\udce9.pem")) == "/tmp/caf\\xe9.pem"
+    assert printable("/var/lib/cardgames/Zo\u00eb \u2660.sqlite3") == "/var/lib/cardgames/Zo\u00eb \u2660.sqlite3"
+    printable("caf\udce9").encode("utf-8")  # printable: no UnicodeEncodeError
 
 
 class _Output:
@@ -97,6 +111,8 @@ def test_a_reader_that_left_ends_the_command_with_the_status_given(reader_left, 
 
 @pytest.mark.parametrize("error, says", [
     (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+    (OSError(errno.EDQUOT, "Disk quota exceeded"), "Disk quota exceeded"),  # a quota
+    (OSError(errno.EFBIG, "File too large"), "File too large"),  # past the largest file allowed
     (OSError(errno.EIO, ""), "[Errno 5] "),  # no reason given: the error as it is
 ])
 def test_an_output_that_cannot_be_written_is_one_line(error, says, monkeypatch, capsys):
@@ -108,15 +124,20 @@ def test_an_output_that_cannot_be_written_is_one_line(error, says, monkeypatch, 
     assert capsys.readouterr().err == f"error: cannot write standard output ({says})\n"
 
 
-def test_another_os_error_is_the_commands_own(monkeypatch, capsys):
+@pytest.mark.parametrize("error", [
+    FileNotFoundError(errno.ENOENT, "No such file or directory", "cards.sqlite3"),
+    # a connection the command made (a database, the engine), reset: not a reader that left
+    ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"),
+])
+def test_another_os_error_is_the_commands_own(error, monkeypatch, capsys):
     """A file or a database the command could not open is not an output that could not be
     written: the error goes on to the command (its own message), never "cannot write
-    standard output"."""
+    standard output", nor the quiet end of a reader that left."""
     def command() -> int:
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "cards.sqlite3")
+        raise error
 
     monkeypatch.setattr("engine_service.command_line.drop_stdout", lambda: pytest.fail("output dropped"))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(type(error)):
         stdout_guarded(command, reader_left=0)
     assert capsys.readouterr().err == ""
 
