@@ -4,7 +4,7 @@ environment variables; every field has an embedded default that runs a sane serv
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .delay import MAX_SPECTATOR_DELAY
 
@@ -14,8 +14,9 @@ class SessionConfig:
     """How the session layer runs. Times are in seconds."""
 
     #: Where matches are stored: a SQLite file path (created if missing), or ``"memory:"`` for
-    #: an in-process store that a restart loses.
-    db_path: str = "cardgames.sqlite3"
+    #: an in-process store that a restart loses (or a PostgreSQL URL, whose password a
+    #: printed config must not show: no repr).
+    db_path: str = field(default="cardgames.sqlite3", repr=False)
     #: One engine process per database: how long :meth:`MatchManager.start` waits for another
     #: engine holding the database (a previous process still draining) before it refuses to
     #: start (engine_service.store.ownership). Longer than a whole drain (the serve command's

@@ -41,6 +41,9 @@ def test_environment_then_flags():
     s = _parse(["--port", "7000", "--reconnect-grace-s", "9", "--log-format", "console"], env)
     assert (s.port, s.session.reconnect_grace_s, s.log_format) == (7000, 9.0, "console")
     assert "tok" not in repr(s), "the admin token is never printed"
+    s = _parse(["--db", "postgresql://cards:s3cretpw@db.example/cards"], env)
+    assert s.session.db_path.endswith("@db.example/cards")
+    assert "s3cretpw" not in repr(s) and "s3cretpw" not in repr(s.session), "nor the database's password"
 
 
 def test_the_handshake_timeout_from_the_environment_or_a_flag():
