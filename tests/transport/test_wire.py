@@ -699,3 +699,28 @@ def test_a_list_grows_from_its_encoded_prefix_from_its_second_item(monkeypatch):
     monkeypatch.setattr(wire, "_memo_list", _never("the whole list encoded"))
     for n in (2, 3):
         assert wire.memo_value_bytes(log[:n]) == wire.value_bytes(log[:n]), n
+
+
+def test_large_containers_are_encoded_whole(monkeypatch):
+    """Nothing is dropped from a long list, a wide table or a large set (json.dumps +
+    Struct.update keep every item), where the hypothesis tests' containers stay under ten items
+    and the played views' tables are not much larger. Every entry point, the memos empty (a
+    long list encoded whole, not from a prefix) and then from them."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    n = 300
+    log = [{"seat": i % 4, "action": f"play:{i}"} if i % 3 else [i, str(i)] for i in range(n)]
+    table = {**{f"k{i}": i for i in range(n)}, "log": log, "wide": {str(i): [i] for i in range(n)},
+             "set": set(range(n)), "strings": [f"s{i}" for i in range(n)]}
+    want = struct_pb2.Struct()
+    want.update(json.loads(json.dumps(table, default=sorted)))
+    assert len(want["log"]) == n and len(want["wide"]) == n and len(want) == n + 4
+    for rounds in range(2):
+        for encode in (wire.struct_body, wire.memo_struct_body):
+            assert struct_pb2.Struct.FromString(encode(table)) == want, (encode, rounds)
+        for k, v in table.items():
+            for encode in (wire.value_bytes, wire.memo_value_bytes):
+                assert struct_pb2.Value.FromString(encode(v)) == want.fields[k], (k, encode, rounds)
+        assert struct_pb2.ListValue.FromString(wire.list_body(log)) == want.fields["log"].list_value
+        assert struct_pb2.ListValue.FromString(wire.list_value_payload(wire.memo_value_bytes(list(log)))) \
+            == want.fields["log"].list_value
