@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine_service.transport import codegen
 
 REPO = codegen.REPO
@@ -125,3 +127,80 @@ def test_the_go_command_of_docs_api_md_gives_every_proto_file_an_import_path() -
         name = proto.relative_to(codegen.PROTO_ROOT).as_posix()
         for plugin, given in options.items():
             assert f"M{name}=" in given, f"--{plugin}_opt gives no import path for {name}: {given!r}"
+
+
+def test_proto_files_are_the_apis_sorted() -> None:
+    """codegen.proto_files: every .proto file of proto/cardgames/v1, sorted (the order protoc
+    sees them in)."""
+    files = codegen.proto_files()
+    assert files == sorted(files)
+    assert {p.name for p in files} == {p.name for p in (codegen.PROTO_ROOT / codegen.PROTO_PACKAGE).iterdir()
+                                       if p.suffix == ".proto"}
+    assert {"admin.proto", "card_games.proto", "cards.proto"} <= {p.name for p in files}
+
+
+def test_generate_creates_or_empties_its_output_and_returns_its_files(tmp_path: Path) -> None:
+    """codegen.generate writes the package into ``out``, "created or emptied": a directory
+    whose parents do not exist yet is made, a file an earlier run (or anything else) left there
+    is gone; it returns the files it wrote, the package's every file."""
+    out = tmp_path / "deeper" / "still" / "generated"
+    written = codegen.generate(out)
+    assert sorted(written) == sorted(out.iterdir())
+    assert {"__init__.py", "descriptor_set.py", "card_games_pb2.py", "card_games_pb2_grpc.py",
+            "card_games_pb2.pyi"} <= {p.name for p in written}
+    stale = out / "removed_pb2.py"
+    stale.write_text("# a module of a .proto file since removed\n")
+    (out / "__pycache__").mkdir()
+    again = codegen.generate(out)
+    assert not stale.exists() and not (out / "__pycache__").exists()
+    assert [p.name for p in again] == [p.name for p in written]
+
+
+def _broken_protos(tmp_path: Path) -> Path:
+    root = tmp_path / "proto"
+    shutil.copytree(codegen.PROTO_ROOT, root)
+    cards = root / codegen.PROTO_PACKAGE / "cards.proto"
+    cards.write_text(cards.read_text() + "\nmessage Broken { not a field }\n")
+    return root
+
+
+def test_a_failing_protoc_fails_generate_and_leaves_the_package_as_it_was(tmp_path: Path, monkeypatch,
+                                                                           capfd) -> None:
+    """A .proto file protoc refuses: generate raises (``make proto`` fails) before it empties
+    ``out``, so the committed package is not wiped by a broken edit."""
+    monkeypatch.setattr(codegen, "PROTO_ROOT", _broken_protos(tmp_path))
+    out = tmp_path / "generated"
+    out.mkdir()
+    (out / "kept.py").write_text("kept = True\n")
+    with pytest.raises(RuntimeError, match="protoc failed"):
+        codegen.generate(out)
+    assert [p.name for p in out.iterdir()] == ["kept.py"]
+    assert "cards.proto" in capfd.readouterr().err  # protoc's own messages, "above"
+
+
+def test_a_failing_descriptor_set_run_fails_generate(tmp_path: Path, monkeypatch) -> None:
+    """The second protoc run (descriptor_set.py, with source info) is checked as the first is:
+    its failure is protoc's RuntimeError, not a missing file further on."""
+    from grpc_tools import protoc
+
+    real = protoc.main
+    monkeypatch.setattr(protoc, "main", lambda args: 1 if "--include_source_info" in args else real(args))
+    with pytest.raises(RuntimeError, match="protoc failed"):
+        codegen.generate(tmp_path / "generated")
+
+
+def test_the_command_writes_where_out_says_and_by_default_the_committed_package(tmp_path: Path, monkeypatch,
+                                                                                capsys) -> None:
+    """``python -m engine_service.transport.codegen [--out DIR]`` (the module docstring, ``make
+    proto``): ``--out`` names the package written, without it the committed one; it says how
+    many files it wrote where, and exits 0."""
+    out = tmp_path / "elsewhere" / "generated"
+    assert codegen.main(["--out", str(out)]) == 0
+    files = sorted(p.name for p in out.iterdir())
+    assert capsys.readouterr().out == f"generated {len(files)} files in {out}\n"
+    assert "descriptor_set.py" in files
+    given = []
+    monkeypatch.setattr(codegen, "generate", lambda path: given.append(path) or [path / "__init__.py"])
+    assert codegen.main([]) == 0
+    assert given == [codegen.GENERATED] and codegen.GENERATED == codegen.REPO / "engine_service" / "transport" / "generated"
+    assert capsys.readouterr().out == f"generated 1 files in {codegen.GENERATED}\n"

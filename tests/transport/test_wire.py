@@ -495,6 +495,27 @@ def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
                 assert struct_pb2.Value.FromString(encode(v)) == want.fields[wire.json_key(k)], (n, k, encode)
     assert wire.json_key(Name("k")) == "k" and type(wire.json_key(Name("k"))) is str
     assert wire.json_key(Seat.NORTH) == "3" and wire.json_key(Points(0.25)) == "0.25"
+
+    class Count(int):  # json.dumps writes int.__repr__'s digits, for a key and for a value
+        def __str__(self):
+            return "not this"
+
+        def __float__(self):
+            return 0.5
+
+    assert wire.json_key(Count(7)) == "7"
+    data = {Count(7): Count(7), "l": [Count(9)], "t": Table(n=Count(-2))}
+    want = reference_struct(data)
+    assert want["7"] == 7 and want["l"][0] == 9 and want["t"]["n"] == -2
+    for encode in (wire.struct_body, wire.memo_struct_body):
+        assert struct_pb2.Struct.FromString(encode(data)) == want, encode
+    # a non-finite float subclass is refused as a float is, by every entry point
+    for bad in (Points(math.nan), Points(math.inf)):
+        for encode in (wire.struct_body, wire.memo_struct_body, wire.value_bytes, wire.memo_value_bytes):
+            with pytest.raises(ValueError, match="non-finite number in a view"):
+                encode({"x": [bad]})
+        with pytest.raises(ValueError, match="non-finite number in a view"):
+            wire.scalar_entry("x", bad)
     # sorted, not in the order a set iterates (which for these small ints is not sorted)
     for unsorted in ({8, 1}, frozenset({16, 1, 8})):
         assert list(unsorted) != sorted(unsorted)
@@ -587,3 +608,119 @@ def test_cached_encodings_never_confuse_values_python_finds_equal():
                               (0, "0"), (-0.0, "-0.0"), (0.0, "0.0"), (Name("n"), "n"), (Seat.NORTH, "1")):
                 for value in ("x", [1], 7.5):
                     assert encode({key: value}) == serialized({name: value}), (key, value)
+
+
+def _never(what):
+    def refuse(*args):
+        pytest.fail(f"{what} again: {args!r}"[:300])
+    return refuse
+
+
+def test_a_leaf_entry_met_again_is_the_cached_one(monkeypatch):
+    """struct_body's and scalar_entry's leaf entries (a str key and a str, bool, None or small
+    int value: {"up": "8H"}) recur in every view: met again, each is taken from the leaf cache,
+    not built again, and is the same bytes."""
+    monkeypatch.setattr(wire, "_LEAF_CACHE", {})
+    table = {"up": "8H", "n": 3, "neg": -1024, "yes": True, "no": False, "none": None}
+    first = wire.struct_body(table)
+    assert len(wire._LEAF_CACHE) == len(table)
+    monkeypatch.setattr(wire, "_leaf_entry", _never("a leaf entry built"))
+    assert wire.struct_body(dict(table)) == first
+    assert b"".join(wire.scalar_entry(k, v) for k, v in table.items()) == first
+    assert wire.memo_struct_body(table) == first
+
+
+def test_a_table_met_again_is_encoded_from_the_memos(monkeypatch):
+    """memo_struct_body and memo_value_bytes: a container value (a dict or a list) met again
+    (another audience's table, a later action) is the memo's encoding: nothing of it is encoded
+    again. A list is keyed by its content alone (an equal copy hits it too); the memo of a list
+    is memo_value_bytes' too."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    table = {"columns": {"we": [10, 20], "they": [0]}, "deal_actions": [{"seat": 0, "action": "play:AS"}, [1, 2]],
+             "bids": ["pass"], "up": "8H"}
+    first = wire.memo_struct_body(table)
+    assert first == wire.struct_body(table) and len(wire._MEMO_VALUES) == 3
+    lists = json.loads(json.dumps([table["deal_actions"], table["bids"]]))  # equal content, other objects
+    for name in ("value_bytes", "struct_body", "list_body", "_memo_list", "_grown_list"):
+        monkeypatch.setattr(wire, name, _never(f"{name} called"))
+    assert wire.memo_struct_body(table) == first
+    assert wire.memo_struct_body({"columns": table["columns"], "deal_actions": lists[0], "bids": lists[1],
+                                  "up": "8H"}) == first
+    for k, v in zip(("deal_actions", "bids"), lists):
+        assert wire.map_entry(k, wire.memo_value_bytes(v)) in first, k
+
+
+def test_the_elements_of_a_list_are_memoized_one_by_one(monkeypatch):
+    """_memo_element: a container element (a dict or a list: a deal log's entries) met again in
+    another list is its memo's encoding, not walked again."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    entry, pair = {"seat": 1, "action": "bid:80:H"}, [3, "QS"]
+    wire.memo_value_bytes([entry, pair, "x"])
+    assert len(wire._MEMO_ELEMENTS) == 2
+    want = wire.value_bytes([pair, entry])
+    for name in ("value_bytes", "struct_body", "list_body"):
+        monkeypatch.setattr(wire, name, _never(f"{name} called"))
+    assert wire.memo_value_bytes([[3, "QS"], {"seat": 1, "action": "bid:80:H"}]) == want
+
+
+@pytest.mark.parametrize("memo", ["_MEMO_VALUES", "_MEMO_ELEMENTS"])
+def test_the_memos_keep_the_most_recently_used(memo, monkeypatch):
+    """Both memos are LRU (lru_get on a hit, lru_put): full, a new entry drops the one least
+    recently used, not the one put first, and an entry kept is a hit."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    monkeypatch.setattr(wire, memo + "_MAX", 2)
+    a, b, c = ["a", 1], ["b", 2], ["c", 3]
+    fresh = iter(range(100))
+    if memo == "_MEMO_VALUES":
+        use, missed = wire.memo_value_bytes, "_grown_list"  # a table's value
+    else:
+        def use(v):  # an element of a list never met before
+            wire.memo_value_bytes([v, next(fresh)])
+        missed = "value_bytes"
+    for v in (a, b, a, c):
+        use(v)
+    misses = []
+    real = getattr(wire, missed)
+    monkeypatch.setattr(wire, missed, lambda v, *rest: misses.append(v) or real(v, *rest))
+    for v in (a, c, b):
+        use(v)
+    assert [m for m in misses if type(m) is list] == [b]
+
+
+def test_a_list_grows_from_its_encoded_prefix_from_its_second_item(monkeypatch):
+    """_grown_list: each step of a log growing from one entry (a two-entry list from the one
+    before it too) extends the previous step's encoding; only the first is encoded whole."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    log = [{"seat": s, "action": f"play:{c}", "grown": "from-one"} for s, c in enumerate(["9D", "TD", "JD"])]
+    wire.memo_value_bytes(log[:1])
+    monkeypatch.setattr(wire, "_memo_list", _never("the whole list encoded"))
+    for n in (2, 3):
+        assert wire.memo_value_bytes(log[:n]) == wire.value_bytes(log[:n]), n
+
+
+def test_large_containers_are_encoded_whole(monkeypatch):
+    """Nothing is dropped from a long list, a wide table or a large set (json.dumps +
+    Struct.update keep every item), where the hypothesis tests' containers stay under ten items
+    and the played views' tables are not much larger. Every entry point, the memos empty (a
+    long list encoded whole, not from a prefix) and then from them."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    n = 300
+    log = [{"seat": i % 4, "action": f"play:{i}"} if i % 3 else [i, str(i)] for i in range(n)]
+    table = {**{f"k{i}": i for i in range(n)}, "log": log, "wide": {str(i): [i] for i in range(n)},
+             "set": set(range(n)), "strings": [f"s{i}" for i in range(n)]}
+    want = struct_pb2.Struct()
+    want.update(json.loads(json.dumps(table, default=sorted)))
+    assert len(want["log"]) == n and len(want["wide"]) == n and len(want) == n + 4
+    for rounds in range(2):
+        for encode in (wire.struct_body, wire.memo_struct_body):
+            assert struct_pb2.Struct.FromString(encode(table)) == want, (encode, rounds)
+        for k, v in table.items():
+            for encode in (wire.value_bytes, wire.memo_value_bytes):
+                assert struct_pb2.Value.FromString(encode(v)) == want.fields[k], (k, encode, rounds)
+        assert struct_pb2.ListValue.FromString(wire.list_body(log)) == want.fields["log"].list_value
+        assert struct_pb2.ListValue.FromString(wire.list_value_payload(wire.memo_value_bytes(list(log)))) \
+            == want.fields["log"].list_value
