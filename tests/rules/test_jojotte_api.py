@@ -331,6 +331,24 @@ def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
     assert state.secret_cards(None) >> card_id("QH") & 1 == 0
 
 
+def test_secret_cards_a_quartet_stated_in_the_meld_phase_is_known_at_once_jj_5_9_jj_a21():
+    """docs/games/jojotte.md (secret_cards): the cards of a stated quartet ("quartet R" names all
+    four) are no secret from the moment the statement is made (JJ-5.9), while the optional
+    meld declarations of JJ-A21 still run, not only once the melds are settled."""
+    state = deal({"jj_meld_declaration": "optional"}, nd=("KS", "KH", "KD", "KC", "AS", "AH"),
+                 nd2=("7D", "8D", "9D"), dl=("JS", "TS", "9S", "QH", "JH", "TH"), dl2=("QC", "JC", "TC"),
+                 turn="7C", info="8C")
+    act(state, "pass", "accept")  # seat 1 declares: seat 0, the defender, states first
+    while state.public_view()["phase"] != "melds":
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    kings = sum(1 << card_id(c) for c in ("KS", "KH", "KD", "KC"))
+    assert state.secret_cards(1) & kings == kings and state.secret_cards(None) & kings == kings
+    act(state, "declare")
+    assert table(state)["melds"]["dialogue"] == [{"seat": 0, "say": "quartet K"}]
+    assert state.public_view()["phase"] == "melds"
+    assert state.secret_cards(1) & kings == 0 and state.secret_cards(None) & kings == 0
+
+
 def test_melds_scored_are_public_loser_statements_only():
     state = to_play(deal(**MELD_LOSER_DEAL), "name:S", "pass")
     melds = table(state)["melds"]
