@@ -394,6 +394,21 @@ def test_the_final_views_name_the_match_winners_jj_10_5():
         assert v["over"] is True and v["phase"] == "over" and v["winners"] == winners
 
 
+def test_every_views_totals_are_the_match_score_columns_below_and_above():
+    """game.py (``totals``: the match score as in NOTATION section 4) and docs/games/jojotte.md
+    (``result()["totals"]``: ``{"below", "above", "games_won"}``): a view's totals are the
+    result's, column by column, the same as ``table.match`` shows, during and after the match."""
+    state = deal(**STRONG_DEAL)
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    for st in (state, random_match(GAME, 3)):
+        totals = st.result()["totals"]
+        assert totals["below"] != totals["above"]  # a swapped column would show
+        for v in (st.view(0), st.view(1), st.public_view()):
+            m = v["table"]["match"]
+            assert v["totals"] == totals == {"below": m["below"], "above": m["above"], "games_won": m["games_won"]}
+
+
 def test_clone_is_independent():
     state = to_play(deal(**PLAY_DEAL), "accept", "pass")
     c = state.clone()
