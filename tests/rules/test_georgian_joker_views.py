@@ -277,13 +277,16 @@ def test_gj_11_6_spectators_receive_exactly_the_public_view():
 def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
     """GJ-11.1 / GJ-7.7: once a deal is scored and the next is not yet dealt, every view shows
     empty hands (sizes 0), no trick in progress, no bids and no trump: the finished deal lives
-    on in the score sheet only."""
+    on in the score sheet only. ``table.leader`` is the leader of the next trick (docs/games/
+    georgian_joker.md): the next deal's forehand, who leads its first trick (GJ-2.7, GJ-5.9)."""
     rng = random.Random(3)
     state = GAME.new_state({}, first_dealer=0)
+    assert state.public_view()["table"]["leader"] == state.public_view()["table"]["forehand"] == 1
     state.deal(shuffled(GAME, rng))
     while state.to_act() != CHANCE:
         state.apply(GAME.auto_move(state.view(state.to_act())))
     for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        assert view["table"]["leader"] == view["table"]["forehand"] == (view["dealer"] + 1) % 4 == 2
         assert view["hand_sizes"] == [0, 0, 0, 0] and view["trick"] == [] and view["hand"] == []
         assert view["tricks_taken"] == [0, 0, 0, 0]
         table = view["table"]
