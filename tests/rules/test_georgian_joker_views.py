@@ -12,7 +12,7 @@ from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
 from .checks_georgian_joker import GAME, OPTION_SETS, deck_for, state_at_deal
 from .last_trick import check_deal_boundaries
-from .playout import cards_in, current_deal_cards_in, iter_states, shuffled
+from .playout import cards_in, current_deal_cards_in, iter_states, random_match, shuffled
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -292,6 +292,19 @@ def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
         table = view["table"]
         assert table["bids"] == [None, None, None, None] and table["forbidden_bid"] is None
         assert table["trump"] is None and table["trump_indicator"] is None and table["tricks"] == []
+
+
+def test_the_final_views_name_the_match_winners_gj_9_1_gj_9_3():
+    """GJ-9.1 / GJ-9.3: once the last scheduled deal is scored the match is over; every
+    audience's view says so (phase ``match_over``, docs/games/georgian_joker.md) and names the
+    winners ``result()`` names, the seats sharing the first place of the final standing."""
+    state = random_match(GAME, 5, {"deal_schedule": "nines"})
+    winners = state.result()["winners"]
+    totals = state.result()["totals"]
+    assert winners == [s for s in range(4) if totals[s] == max(totals)]
+    for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        assert view["over"] is True and view["phase"] == "match_over" and view["winners"] == winners
+        assert view["table"]["standing"][winners[0]] == 1
 
 
 def test_a_view_s_deal_results_are_copies_of_the_score_sheet_gj_11_1():
