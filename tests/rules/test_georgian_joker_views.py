@@ -12,7 +12,7 @@ from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
 from .checks_georgian_joker import GAME, OPTION_SETS, deck_for, state_at_deal
 from .last_trick import check_deal_boundaries
-from .playout import cards_in, current_deal_cards_in, iter_states, shuffled
+from .playout import cards_in, current_deal_cards_in, iter_states, random_match, shuffled
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -277,18 +277,34 @@ def test_gj_11_6_spectators_receive_exactly_the_public_view():
 def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
     """GJ-11.1 / GJ-7.7: once a deal is scored and the next is not yet dealt, every view shows
     empty hands (sizes 0), no trick in progress, no bids and no trump: the finished deal lives
-    on in the score sheet only."""
+    on in the score sheet only. ``table.leader`` is the leader of the next trick (docs/games/
+    georgian_joker.md): the next deal's forehand, who leads its first trick (GJ-2.7, GJ-5.9)."""
     rng = random.Random(3)
     state = GAME.new_state({}, first_dealer=0)
+    assert state.public_view()["table"]["leader"] == state.public_view()["table"]["forehand"] == 1
     state.deal(shuffled(GAME, rng))
     while state.to_act() != CHANCE:
         state.apply(GAME.auto_move(state.view(state.to_act())))
     for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        assert view["table"]["leader"] == view["table"]["forehand"] == (view["dealer"] + 1) % 4 == 2
         assert view["hand_sizes"] == [0, 0, 0, 0] and view["trick"] == [] and view["hand"] == []
         assert view["tricks_taken"] == [0, 0, 0, 0]
         table = view["table"]
         assert table["bids"] == [None, None, None, None] and table["forbidden_bid"] is None
         assert table["trump"] is None and table["trump_indicator"] is None and table["tricks"] == []
+
+
+def test_the_final_views_name_the_match_winners_gj_9_1_gj_9_3():
+    """GJ-9.1 / GJ-9.3: once the last scheduled deal is scored the match is over; every
+    audience's view says so (phase ``match_over``, docs/games/georgian_joker.md) and names the
+    winners ``result()`` names, the seats sharing the first place of the final standing."""
+    state = random_match(GAME, 5, {"deal_schedule": "nines"})
+    winners = state.result()["winners"]
+    totals = state.result()["totals"]
+    assert winners == [s for s in range(4) if totals[s] == max(totals)]
+    for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        assert view["over"] is True and view["phase"] == "match_over" and view["winners"] == winners
+        assert view["table"]["standing"][winners[0]] == 1
 
 
 def test_a_view_s_deal_results_are_copies_of_the_score_sheet_gj_11_1():

@@ -331,6 +331,24 @@ def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
     assert state.secret_cards(None) >> card_id("QH") & 1 == 0
 
 
+def test_secret_cards_a_quartet_stated_in_the_meld_phase_is_known_at_once_jj_5_9_jj_a21():
+    """docs/games/jojotte.md (secret_cards): the cards of a stated quartet ("quartet R" names all
+    four) are no secret from the moment the statement is made (JJ-5.9), while the optional
+    meld declarations of JJ-A21 still run, not only once the melds are settled."""
+    state = deal({"jj_meld_declaration": "optional"}, nd=("KS", "KH", "KD", "KC", "AS", "AH"),
+                 nd2=("7D", "8D", "9D"), dl=("JS", "TS", "9S", "QH", "JH", "TH"), dl2=("QC", "JC", "TC"),
+                 turn="7C", info="8C")
+    act(state, "pass", "accept")  # seat 1 declares: seat 0, the defender, states first
+    while state.public_view()["phase"] != "melds":
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    kings = sum(1 << card_id(c) for c in ("KS", "KH", "KD", "KC"))
+    assert state.secret_cards(1) & kings == kings and state.secret_cards(None) & kings == kings
+    act(state, "declare")
+    assert table(state)["melds"]["dialogue"] == [{"seat": 0, "say": "quartet K"}]
+    assert state.public_view()["phase"] == "melds"
+    assert state.secret_cards(1) & kings == 0 and state.secret_cards(None) & kings == 0
+
+
 def test_melds_scored_are_public_loser_statements_only():
     state = to_play(deal(**MELD_LOSER_DEAL), "name:S", "pass")
     melds = table(state)["melds"]
@@ -374,6 +392,21 @@ def test_the_final_views_name_the_match_winners_jj_10_5():
     assert winners
     for v in (finished.view(0), finished.view(1), finished.public_view()):
         assert v["over"] is True and v["phase"] == "over" and v["winners"] == winners
+
+
+def test_every_views_totals_are_the_match_score_columns_below_and_above():
+    """game.py (``totals``: the match score as in NOTATION section 4) and docs/games/jojotte.md
+    (``result()["totals"]``: ``{"below", "above", "games_won"}``): a view's totals are the
+    result's, column by column, the same as ``table.match`` shows, during and after the match."""
+    state = deal(**STRONG_DEAL)
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    for st in (state, random_match(GAME, 3)):
+        totals = st.result()["totals"]
+        assert totals["below"] != totals["above"]  # a swapped column would show
+        for v in (st.view(0), st.view(1), st.public_view()):
+            m = v["table"]["match"]
+            assert v["totals"] == totals == {"below": m["below"], "above": m["above"], "games_won": m["games_won"]}
 
 
 def test_clone_is_independent():

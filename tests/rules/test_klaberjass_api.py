@@ -298,6 +298,36 @@ def test_view_keys_and_private_parts():
     assert v0["table"] == v1["table"] == pub["table"]
 
 
+@pytest.mark.parametrize("first_dealer", [0, 1])
+def test_the_table_names_the_first_dealer_and_the_elder(first_dealer):
+    """docs/games/klaberjass.md (table keys ``first_dealer``, ``elder``): the match's first
+    dealer (KL-2.1) stays in every view; the elder is ``1 - dealer``, and the dealer alternates
+    after a deal played out (KL-2.2)."""
+    state = GAME.new_state({}, first_dealer=first_dealer)
+    assert state.public_view()["table"]["first_dealer"] == first_dealer
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    state.apply("take")
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["first_dealer"] == first_dealer
+        assert (view["dealer"], view["table"]["elder"]) == (1 - first_dealer, first_dealer)
+
+
+def test_the_elders_optional_statement_carries_its_length_under_length_compare_kl_5_5_kl_a20():
+    """KL-5.5 step 1 under ``kl_meld_declaration = optional`` (KL-A20): the elder's statement is
+    public as soon as he has declared, before the dealer chooses, and it is the dialogue's
+    ``value`` event, with ``length`` under ``kl_sequence_compare = length`` (docs/games/
+    klaberjass.md, ``melds``)."""
+    state = GAME.new_state({"kl_meld_declaration": "optional", "kl_sequence_compare": "length"}, first_dealer=1)
+    state.deal(deck_from_hands(DEALER.split(), "AS TS 7S QH AD KD QD JC 9C".split(), "8H"))
+    play_out(state, ["pass", "take", "keep", "keep", "declare"])
+    assert state.public_view()["phase"] == "meld_declaration" and state.to_act() == 1
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["melds"] == [{"seat": 0, "say": "value", "value": 20, "length": 3}]
+
+
 @pytest.mark.parametrize("options, target", [({}, 500), ({"kl_target_score": 300}, 300)])
 def test_view_shows_the_target_score_kl_10_1(options, target):
     """KL-10.1: the match is played to ``kl_target_score``, a table option every player knows;

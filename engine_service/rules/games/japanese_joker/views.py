@@ -38,9 +38,6 @@ from .state import OVER, PHASE_NAMES, PLAY, TRUMP, JapaneseJokerState
 from .tables import ACTION_CARD, ACTION_LEAD_KEY, ACTION_STR, FOLLOWER_WINS, NUM_LEAD_KEYS, TRUMP_BASE
 
 
-_CARD_BITS = (1 << 38) - 1  # card ids 0-37
-
-
 def _play(seat: int, card: int, lead_key: int, leads: bool = True) -> dict[str, Any]:
     entry: dict[str, Any] = {"seat": seat, "card": CODES[card]}
     if leads and card >= 36 and lead_key >= 36:
@@ -73,11 +70,10 @@ def _deal_record(st: JapaneseJokerState) -> tuple[list[dict[str, Any]], tuple[li
     down_of = st._down_of
     ups = [[u for _, u in cols[0]], [u for _, u in cols[1]]]
     to_move, lead_key = st._origin
-    tbase = max(st._trump, 0) * NUM_LEAD_KEYS * 38
+    tbase = max(st._trump, 0) * NUM_LEAD_KEYS * 38  # a deal's plays follow its trump choice
     for a in st.deal_log():
         if a >= TRUMP_BASE:
             out.append({"seat": st._declarer, "action": ACTION_STR[a]})
-            tbase = (a - TRUMP_BASE) * NUM_LEAD_KEYS * 38
             continue
         p = to_move
         c = ACTION_CARD[a]
@@ -150,7 +146,7 @@ def _common_view(st: JapaneseJokerState) -> tuple[dict[str, Any], tuple[list, li
     trick: list[dict[str, Any]] = []
     last_trick = None
     if phase == PLAY:
-        up = (st._up[0] & _CARD_BITS, st._up[1] & _CARD_BITS)  # the up cards on the table
+        up = st._up  # the up cards on the table
         table["columns"] = [[{"up": CODES[u], "on_table": up[s] >> u & 1 == 1} for _, u in st._columns[s]]
                             for s in (0, 1)]
         table["columns_up"] = [[CODES[u] for _, u in st._columns[s] if up[s] >> u & 1] for s in (0, 1)]
