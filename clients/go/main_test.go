@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -17,32 +18,52 @@ import (
 )
 
 // stubAPI answers the calls of run and refused offline: a match with two open seats whose
-// seat 0 is to act, a watch stream that sends events, and SubmitAction as submit says. A call
-// it does not answer panics (the embedded client is nil).
+// seat 0 is to act, a watch stream that sends events, then streamErr once (if set), then
+// ends, and SubmitAction as submit says. fail makes a call fail; a call the stub does not
+// answer panics (the embedded client is nil).
 type stubAPI struct {
 	cardgamesv1.CardGamesServiceClient
-	t      *testing.T
-	joined int32
-	events []*cardgamesv1.WatchMatchResponse
-	submit func(ctx context.Context, in *cardgamesv1.SubmitActionRequest) (*cardgamesv1.SubmitActionResponse, error)
+	t         *testing.T
+	joined    int32
+	fail      map[string]error
+	noToAct   bool
+	events    []*cardgamesv1.WatchMatchResponse
+	streamErr error
+	submit    func(ctx context.Context, in *cardgamesv1.SubmitActionRequest) (*cardgamesv1.SubmitActionResponse, error)
 }
 
 func (s *stubAPI) CreateMatch(context.Context, *cardgamesv1.CreateMatchRequest, ...grpc.CallOption) (*cardgamesv1.CreateMatchResponse, error) {
+	if err := s.fail["CreateMatch"]; err != nil {
+		return nil, err
+	}
 	return &cardgamesv1.CreateMatchResponse{Match: &cardgamesv1.MatchSummary{MatchId: "m1"}}, nil
 }
 
 func (s *stubAPI) JoinMatch(context.Context, *cardgamesv1.JoinMatchRequest, ...grpc.CallOption) (*cardgamesv1.JoinMatchResponse, error) {
+	if err := s.fail["JoinMatch"]; err != nil {
+		return nil, err
+	}
 	s.joined++
-	return &cardgamesv1.JoinMatchResponse{MatchId: "m1", Seat: s.joined - 1, SeatToken: "token"}, nil
+	return &cardgamesv1.JoinMatchResponse{MatchId: "m1", Seat: s.joined - 1, SeatToken: fmt.Sprintf("token%d", s.joined-1)}, nil
 }
 
 func (s *stubAPI) GetView(context.Context, *cardgamesv1.GetViewRequest, ...grpc.CallOption) (*cardgamesv1.GetViewResponse, error) {
-	toAct := int32(0)
-	return &cardgamesv1.GetViewResponse{View: &cardgamesv1.View{MatchId: "m1", ToAct: &toAct}}, nil
+	if err := s.fail["GetView"]; err != nil {
+		return nil, err
+	}
+	view := &cardgamesv1.View{MatchId: "m1", Phase: "trump_choice"}
+	if !s.noToAct {
+		toAct := int32(0)
+		view.ToAct = &toAct
+	}
+	return &cardgamesv1.GetViewResponse{View: view}, nil
 }
 
 func (s *stubAPI) WatchMatch(context.Context, *cardgamesv1.WatchMatchRequest, ...grpc.CallOption) (cardgamesv1.CardGamesService_WatchMatchClient, error) {
-	return &stubStream{events: s.events}, nil
+	if err := s.fail["WatchMatch"]; err != nil {
+		return nil, err
+	}
+	return &stubStream{events: s.events, err: s.streamErr}, nil
 }
 
 func (s *stubAPI) SubmitAction(ctx context.Context, in *cardgamesv1.SubmitActionRequest, _ ...grpc.CallOption) (*cardgamesv1.SubmitActionResponse, error) {
@@ -52,19 +73,124 @@ func (s *stubAPI) SubmitAction(ctx context.Context, in *cardgamesv1.SubmitAction
 	return s.submit(ctx, in)
 }
 
-// stubStream sends its events, then ends (io.EOF).
+// stubStream sends its events, then err once (if set), then ends (io.EOF).
 type stubStream struct {
 	grpc.ClientStream
 	events []*cardgamesv1.WatchMatchResponse
+	err    error
 }
 
 func (s *stubStream) Recv() (*cardgamesv1.WatchMatchResponse, error) {
 	if len(s.events) == 0 {
-		return nil, io.EOF
+		err := s.err
+		s.err = nil
+		if err == nil {
+			err = io.EOF
+		}
+		return nil, err
 	}
 	event := s.events[0]
 	s.events = s.events[1:]
 	return event, nil
+}
+
+// refusal is a status with the ErrorInfo the engine sends (docs/api.md, "Errors").
+func refusal(t *testing.T, code codes.Code, reason string) error {
+	st, err := status.New(code, strings.ToLower(reason)).WithDetails(&errdetails.ErrorInfo{Domain: "cardgames.v1", Reason: reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Err()
+}
+
+// playingStub is an engine that plays the run as the real one does: seat 0 to act at seq 0
+// with one card in hand that it may not play, refusing the illegal action, the other
+// seat's action and the stale one, and accepting the legal one (seq 1), which its stream
+// then reports.
+func playingStub(t *testing.T) *stubAPI {
+	toAct, seat := int32(0), int32(0)
+	trump := &cardgamesv1.Action{Notation: "trump:S"}
+	answers := []error{refusal(t, codes.FailedPrecondition, "ILLEGAL_ACTION"), refusal(t, codes.FailedPrecondition, "NOT_YOUR_TURN"),
+		nil, refusal(t, codes.Aborted, "STALE_SEQUENCE")}
+	calls := 0
+	return &stubAPI{t: t,
+		events: []*cardgamesv1.WatchMatchResponse{
+			{Kind: cardgamesv1.EventKind_EVENT_KIND_SNAPSHOT, View: &cardgamesv1.View{
+				Phase: "trump_choice", Hand: []*cardgamesv1.Card{{Code: "QS"}}, LegalActions: []*cardgamesv1.Action{trump}}},
+			{Kind: cardgamesv1.EventKind_EVENT_KIND_ACTION, Seq: 1, Seat: &seat, Action: trump, By: cardgamesv1.Actor_ACTOR_PLAYER},
+		},
+		submit: func(context.Context, *cardgamesv1.SubmitActionRequest) (*cardgamesv1.SubmitActionResponse, error) {
+			calls++
+			if calls > len(answers) {
+				t.Fatalf("SubmitAction call %d", calls)
+			}
+			if err := answers[calls-1]; err != nil {
+				return nil, err
+			}
+			return &cardgamesv1.SubmitActionResponse{Seq: 1, Action: trump, View: &cardgamesv1.View{Seq: 1, ToAct: &toAct}}, nil
+		},
+	}
+}
+
+// Against an engine that answers as expected, run prints its steps and ends without error
+// (README: exit status 0 when every step went as expected).
+func TestRunPlaysItsSteps(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), playingStub(t), json.NewEncoder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var step map[string]interface{}
+		if err := json.Unmarshal([]byte(line), &step); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, step["step"].(string))
+	}
+	if strings.Join(steps, " ") != "created joined joined snapshot refused refused submitted event refused" {
+		t.Fatalf("steps: %q", steps)
+	}
+}
+
+// Any call that fails ends the run with its error (README: exit status 1 and "error: <code>
+// <reason>: <message>"), and so does a view with no seat to act or a hand whose every card is
+// a legal play (no illegal action to show): run does not go on as if the step had worked.
+func TestRunStopsAtAFailedStep(t *testing.T) {
+	unavailable := refusal(t, codes.Unavailable, "DRAINING")
+	for _, c := range []struct {
+		name  string
+		setup func(s *stubAPI)
+		want  string
+	}{
+		{"CreateMatch fails", func(s *stubAPI) { s.fail = map[string]error{"CreateMatch": unavailable} }, "Unavailable DRAINING: draining"},
+		{"JoinMatch fails", func(s *stubAPI) { s.fail = map[string]error{"JoinMatch": unavailable} }, "Unavailable DRAINING: draining"},
+		{"GetView fails", func(s *stubAPI) { s.fail = map[string]error{"GetView": unavailable} }, "Unavailable DRAINING: draining"},
+		{"no seat to act", func(s *stubAPI) { s.noToAct = true }, "Unknown: no seat is to act in trump_choice"},
+		{"WatchMatch fails", func(s *stubAPI) { s.fail = map[string]error{"WatchMatch": unavailable} }, "Unavailable DRAINING: draining"},
+		{"the stream fails before its SNAPSHOT", func(s *stubAPI) { s.events, s.streamErr = nil, unavailable }, "Unavailable DRAINING: draining"},
+		{"every card is a legal play", func(s *stubAPI) {
+			s.events[0].View.LegalActions = append(s.events[0].View.LegalActions, &cardgamesv1.Action{Notation: "play:QS"})
+			s.submit = nil
+		}, "Unknown: every card of the hand is a legal play: no illegal action to show"},
+		{"the legal action fails", func(s *stubAPI) {
+			submit := s.submit
+			s.submit = func(ctx context.Context, in *cardgamesv1.SubmitActionRequest) (*cardgamesv1.SubmitActionResponse, error) {
+				if in.GetClientActionId() != "" {
+					return nil, unavailable
+				}
+				return submit(ctx, in)
+			}
+		}, "Unavailable DRAINING: draining"},
+		{"the stream fails before the action's event", func(s *stubAPI) { s.events, s.streamErr = s.events[:1], unavailable }, "Unavailable DRAINING: draining"},
+	} {
+		api := playingStub(t)
+		c.setup(api)
+		var out bytes.Buffer
+		err := run(context.Background(), api, json.NewEncoder(&out))
+		if err == nil || describe(err).Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
 }
 
 // refused (main.go): an action the engine accepted where it must refuse it is an error, and
