@@ -12,16 +12,16 @@ import (
 // message, and the details the engine puts in the grpc-status-details-bin trailer. A refusal
 // by gRPC itself (an unknown method, a request over the size limit) has only Code and Message.
 type rpcError struct {
-	Code       string            `json:"code"`
-	Message    string            `json:"message"`
-	Domain     string            `json:"domain,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	RequestID  string            `json:"request_id,omitempty"`
-	RetryDelay time.Duration     `json:"retry_delay,omitempty"`
+	Code       string
+	Message    string
+	Domain     string
+	Reason     string
+	Metadata   map[string]string
+	RequestID  string
+	RetryDelay time.Duration
 	// View is the caller's current view, which an ABORTED STALE_SEQUENCE error carries: decide
 	// again on it rather than asking for it.
-	View *cardgamesv1.View `json:"-"`
+	View *cardgamesv1.View
 }
 
 func (e *rpcError) Error() string {

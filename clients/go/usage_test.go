@@ -58,6 +58,7 @@ func TestBadFlagValuesAreRefusedUnshown(t *testing.T) {
 		{[]string{"-target", "s3cret:0"}, badPort},
 		{[]string{"-target", "s3cret:65536"}, badPort},
 		{[]string{"---s3cret"}, "bad flag syntax: an argument begins with '---' or '-=' (not shown: it may hold a secret)"},
+		{[]string{"-=s3cret"}, "bad flag syntax: an argument begins with '---' or '-=' (not shown: it may hold a secret)"},
 		{[]string{"-bogus=s3cret"}, "flag provided but not defined: -bogus"},
 		{[]string{"s3cret"}, "unrecognized arguments: (1 value not shown: it may hold a secret)"},
 	} {

@@ -17,7 +17,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -94,15 +96,20 @@ def test_go_client_plays_against_a_real_engine(engine, go_client):
     steps = [json.loads(line) for line in result.stdout.splitlines()]
     assert [s["step"] for s in steps] == ["created", "joined", "joined", "snapshot", "refused", "refused",
                                           "submitted", "event", "refused"]
-    created, _, _, snapshot, illegal, out_of_turn, submitted, event, stale = steps
+    created, joined_0, joined_1, snapshot, illegal, out_of_turn, submitted, event, stale = steps
     assert created["status"] == "MATCH_STATUS_WAITING"
+    assert (joined_0["seat"], joined_1["seat"]) == (0, 1)  # docs/api.md: JoinMatch takes the first open seat
     actor = snapshot["seat"]
-    assert snapshot["phase"] == "trump_choice" and snapshot["legal"] > 0 and snapshot["hand"] > 0  # JJK-3.3
+    # JJK-3.3: the declarer holds three cards and chooses among five trumps
+    assert (snapshot["phase"], snapshot["seq"], snapshot["hand"], snapshot["legal"]) == ("trump_choice", 0, 3, 5)
     # an illegal action: the ErrorInfo's reason and metadata, and our x-request-id given back
     assert (illegal["code"], illegal["reason"], illegal["domain"]) == ("FailedPrecondition", "ILLEGAL_ACTION",
                                                                         "cardgames.v1")
     assert illegal["seat"] == actor and illegal["metadata"] == {"action": illegal["action"]}
     assert illegal["request_id"] == illegal["sent_request_id"] and len(illegal["request_id"]) == 32
+    # the status message, as the README's example line shows it
+    assert illegal["message"].startswith(f"{illegal['action']}: the declarer must first choose the trump: ")
+    assert illegal["message"].endswith("(JJK-3.3)")
     assert (out_of_turn["seat"], out_of_turn["code"], out_of_turn["reason"]) == (1 - actor, "FailedPrecondition",
                                                                                   "NOT_YOUR_TURN")
     assert out_of_turn["metadata"] == {"to_act": str(actor)} and out_of_turn["request_id"]  # one the server made
@@ -112,6 +119,7 @@ def test_go_client_plays_against_a_real_engine(engine, go_client):
                      "action": submitted["action"], "by": "ACTOR_PLAYER"}
     # a stale decision: ABORTED with the caller's current View as a detail
     assert (stale["code"], stale["reason"]) == ("Aborted", "STALE_SEQUENCE")
+    assert (stale["seat"], stale["action"]) == (actor, submitted["action"])  # JJK-2.5: the declarer leads next
     assert stale["metadata"] == {"expected_seq": "0", "seq": "1"} and stale["view_seq"] == 1
 
     async def summary():
@@ -216,3 +224,16 @@ def test_the_debian_packages_are_the_same_everywhere():
     for text in (API, (GO_DIR / "README.md").read_text()):
         (command,) = re.findall(r"apt-get install --no-install-recommends ((?:[\w.-]+ *(?:\\\n *)?)+)", text)
         assert set(command.replace("\\", " ").split()) == expected
+
+
+def test_go_client_timeout_bounds_the_whole_run(go_client):
+    """README "Run": ``--timeout`` is the time allowed for the whole run. Against a port that
+    takes the connection but never answers (no HTTP/2), the run ends at it with exit status 1
+    and DEADLINE_EXCEEDED, not at grpc-go's own 20 s connect timeout."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        started = time.monotonic()
+        result = subprocess.run([go_client, "--target", f"127.0.0.1:{silent.getsockname()[1]}", "--timeout", "1s"],
+                                capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - started
+    assert result.returncode == 1 and result.stderr.startswith("error: DeadlineExceeded"), result.stderr
+    assert 1 <= elapsed < 10, elapsed
