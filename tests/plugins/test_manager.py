@@ -1243,3 +1243,48 @@ def test_an_explicit_allowlist_wins_even_empty_and_an_explicit_environment_is_th
     assert PluginSettings.resolve(environ={}) == PluginSettings()
     s = PluginSettings.resolve()  # the process's environment when none is given
     assert s.allowlist == frozenset({"heuristic"}) and s.autoload is False
+
+
+class _Unprintable(Exception):
+    """A plugin's exception whose message cannot be read: its ``__str__`` raises."""
+
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+def test_a_plugin_exception_whose_message_cannot_be_read_is_a_failure_not_the_end_of_the_load(tmp_path, monkeypatch):
+    """plugins.manager: a plugin that raises, at import, in its hook or as its games are read,
+    is a ``bot_plugin_failed`` and left out, the others load (load_catalog "never raises for a
+    plugin"). An exception whose ``__str__`` raises made reading its message raise out of the
+    load, which ended the engine's start; it is said as Python's tracebacks say it."""
+
+    class HookRaises:
+        @hookimpl
+        def cardgames_bots(self):
+            raise _Unprintable()
+
+    def games():
+        raise _Unprintable()
+        yield "klaberjass"
+
+    class GamesRaise:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("unprintable-games", lambda game_id: None, games=games()),
+                    BotSpec("fine-games", lambda game_id: None)]
+
+    (tmp_path / "unprintable_at_import.py").write_text(
+        "class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError('no message')\n\n\n"
+        "raise Unprintable()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            autoload=False, extra=["unprintable_at_import", HookRaises(), GamesRaise(), "tests.plugins.bad_bots"],
+            environ={}))
+    assert {"sleeps", "fine-games"} <= set(catalog.names()) and "unprintable-games" not in catalog.names()
+    failed = [(f.plugin, f.stage, f.error, f.summary.split(" at ")[0]) for f in catalog.failures]
+    assert failed == [("unprintable_at_import", "import", "Unprintable: <exception str() failed>", "Unprintable"),
+                      ("HookRaises", "hook", "_Unprintable: <exception str() failed>", "_Unprintable"),
+                      ("GamesRaise", "spec", "ValueError: bot 'unprintable-games': listing its games raised _Unprintable",
+                       "ValueError: bot 'unprintable-games': listing its games raised _Unprintable")], failed
+    assert [e["error"] for e in logs if e["event"] == "bot_plugin_failed"] == [f.error for f in catalog.failures]
