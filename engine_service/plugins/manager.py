@@ -268,8 +268,15 @@ def time_limit(seconds: float | None,
 def _describe(exc: BaseException) -> str:
     """Exception type and message for plugin *loading* failures (no game data involved): the
     whole message on one line, capped (pluggy says *why* a hook is refused on its later
-    lines: "Argument(s) {'x'} are declared in the hookimpl but can not be found...")."""
-    text = " | ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    lines: "Argument(s) {'x'} are declared in the hookimpl but can not be found...").
+    A plugin's exception whose ``__str__`` raises is said as Python's tracebacks say it
+    (``<exception str() failed>``): reading its message raised out of the load, which ended
+    the engine's start."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - the plugin's __str__, whatever it raises
+        message = "<exception str() failed>"
+    text = " | ".join(line.strip() for line in message.strip().splitlines() if line.strip())
     if len(text) > 500:
         text = text[:497] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -226,6 +226,9 @@ def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
     assert "sleeps" not in catalog.names()  # the impostor module under the name "random" is not loaded
     refused = {f.plugin for f in catalog.failures if f.stage == "spec" and "'random' already" in f.error}
     assert refused == {"aaa-impostor", "LastDuplicateRandom"}
+    # each refusal names the plugin that has the name (the first loaded), not the refused one
+    assert all(f.error.endswith("bot name 'random' already registered by plugin 'random'")
+               for f in catalog.failures if "'random' already" in f.error)
     assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.random_bot"
                for e in logs)
 
@@ -284,20 +287,22 @@ def test_a_bots_games_given_as_a_generator_are_read_once():
 def test_a_bots_games_that_are_no_list_of_ids_are_refused_with_the_form_that_works():
     """docs/bots.md: ``games`` is a list of game ids, or ``("*",)`` for every game. A game that
     is no id at all (not a misspelt one, which is kept with a warning) is refused with the bot,
-    and so is a bare ``"*"`` (a string, not a list): the reason names the form that works."""
+    and so is a bare ``"*"`` (a string, not a list) or a ``games`` that is no iterable at all (a
+    number): the reason names the form that works."""
 
     class Odd:
         @hookimpl
         def cardgames_bots(self):
             return [BotSpec("not-an-id", lambda g: None, games=("klaberjass", "Not An Id")),
                     BotSpec("bare-star", lambda g: None, games="*"),
+                    BotSpec("numbered", lambda g: None, games=5),
                     BotSpec("star", lambda g: None, games=("*",))]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Odd()], environ={}))
-    assert "star" in catalog.names() and not {"not-an-id", "bare-star"} & set(catalog.names())
+    assert "star" in catalog.names() and not {"not-an-id", "bare-star", "numbered"} & set(catalog.names())
     refused = {f.error for f in catalog.failures if f.plugin == "Odd" and f.stage == "spec"}
     assert refused == {f"ValueError: bot {name!r}: games must be a non-empty list of game ids, or (\"*\",) for every game"
-                       for name in ("not-an-id", "bare-star")}, refused
+                       for name in ("not-an-id", "bare-star", "numbered")}, refused
 
 
 def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypatch):
@@ -753,14 +758,16 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
                     BotSpec("worded", lambda g: None, description="plays"),
                     # megabytes: every ListBots reply, larger than the engine sends (4 MiB)
                     BotSpec("wordy", lambda g: None, description="d" * 5_000_000),
-                    BotSpec("full", lambda g: None, description="d" * 1000)]
+                    BotSpec("full", lambda g: None, description="d" * 1000),
+                    BotSpec("one-more", lambda g: None, description="d" * 1001)]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
     assert "worded" in catalog.names() and "full" in catalog.names() and "numbered" not in catalog.names()
     assert [(f.stage, f.summary) for f in catalog.failures] == [
         ("spec", "TypeError: bot 'numbered': description must be a string, not int"),
         ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)"),
-        ("spec", "ValueError: bot 'wordy': description is 5000000 characters, more than 1000")]
+        ("spec", "ValueError: bot 'wordy': description is 5000000 characters, more than 1000"),
+        ("spec", "ValueError: bot 'one-more': description is 1001 characters, more than 1000")]
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
@@ -895,6 +902,9 @@ def test_a_multi_line_refusal_is_one_line_its_lines_joined_by_a_bar():
     head, *lines = failure.error.split(" | ")
     assert head == "PluginValidationError: Plugin 'AsksTooMuch' for hook 'cardgames_bots'"
     assert len(lines) >= 2 and "bogus" in lines[-1] and all(line == line.strip() and line for line in lines)
+    from engine_service.plugins.manager import _describe
+
+    assert _describe(ValueError("first\n\n   \n  second  \n")) == "ValueError: first | second"  # no empty line
 
 
 def test_a_plugin_that_does_not_compile_is_named_by_its_file_and_line_not_its_path(tmp_path, monkeypatch):
@@ -947,15 +957,20 @@ def test_quiet_keeps_what_a_plugin_prints_off_the_streams_and_counts_it_per_plug
         "def games():\n    print('games')\n    yield 'klaberjass'\n\n"
         "@hookimpl\ndef cardgames_bots():\n    print('hook-err', file=sys.stderr)\n"
         "    return [BotSpec('printer', lambda game_id: None, games=games())]\n")
+    (tmp_path / "second_printer.py").write_text(  # a second plugin that prints: its own warning
+        "from engine_service.plugins import BotSpec, hookimpl\nprint('second')\n\n"
+        "@hookimpl\ndef cardgames_bots():\n    return [BotSpec('second-printer', lambda game_id: None)]\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with capture_logs() as logs:
-        catalog = load_catalog(PluginSettings.resolve(extra=["printing_plugin", "tests.plugins.bad_bots"],
-                                                      environ={}), quiet=True)
-    assert {"printer", "sleeps"} <= set(catalog.names()) and catalog.failures == []
+        catalog = load_catalog(PluginSettings.resolve(
+            extra=["printing_plugin", "tests.plugins.bad_bots", "second_printer"], environ={}), quiet=True)
+    sys.modules.pop("second_printer")
+    assert {"printer", "sleeps", "second-printer"} <= set(catalog.names()) and catalog.failures == []
     assert capsys.readouterr() == ("", "")
     said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"], e["log_level"])
             for e in logs if e["event"] == "bot_plugin_output_discarded"]
-    assert said == [("printing_plugin", len("import-out\ngames\n"), len("hook-err\n"), "warning")]
+    assert said == [("printing_plugin", len("import-out\ngames\n"), len("hook-err\n"), "warning"),
+                    ("second_printer", len("second\n"), 0, "warning")]
     sys.modules.pop("printing_plugin")
     with capture_logs() as logs:
         load_catalog(PluginSettings.resolve(extra=["printing_plugin"], environ={}))
@@ -1033,37 +1048,41 @@ def test_a_spec_whose_own_code_raises_as_it_is_read_is_refused_alone_without_its
 def test_a_bot_name_is_at_most_64_characters_and_starts_with_a_letter_or_a_digit():
     """docs/bots.md (a spec's ``name``): lower-case letters, digits, ``-``, ``_``, starting with
     a letter or a digit, at most 64 characters. The longest name and one starting with a digit
-    are listed; one character more, or a leading ``-`` or ``_``, is refused alone."""
+    are listed; one character more, a leading ``-`` or ``_``, an upper-case letter or another
+    character (``.``) is refused alone."""
     longest = "a" * 64
 
     class Names:
         @hookimpl
         def cardgames_bots(self):
             return [BotSpec(name, lambda game_id: None)
-                    for name in (longest, "7-up", longest + "a", "-dash", "_under")]
+                    for name in (longest, "7-up", longest + "a", "-dash", "_under", "myBot", "my.bot")]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Names()], environ={}))
     assert {longest, "7-up"} <= set(catalog.names())
-    assert not {longest + "a", "-dash", "_under"} & set(catalog.names())
+    assert not {longest + "a", "-dash", "_under", "myBot", "my.bot"} & set(catalog.names())
     assert sorted(f.summary.split("'")[1] for f in catalog.failures
-                  if f.plugin == "Names" and f.stage == "spec") == sorted(["-dash", "_under", longest + "a"])
+                  if f.plugin == "Names" and f.stage == "spec") == sorted(
+        ["-dash", "_under", longest + "a", "myBot", "my.bot"])
 
 
 def test_a_game_id_with_a_trailing_newline_beside_a_known_one_is_no_id():
     """docs/bots.md: ``games`` lists game ids; a misspelt id beside known ones is kept with a
     warning, but one that is no id at all is refused with the bot (see the test above). An id
     followed by a newline is no id, as a bot name followed by one is no name: ``$`` alone
-    matches before a final newline, and the bot was kept with the bad id beside the good."""
+    matches before a final newline, and the bot was kept with the bad id beside the good. An
+    empty string is no id either."""
 
     class Newline:
         @hookimpl
         def cardgames_bots(self):
-            return [BotSpec("nl-game", lambda game_id: None, games=("klaberjass", "jojotte\n"))]
+            return [BotSpec("nl-game", lambda game_id: None, games=("klaberjass", "jojotte\n")),
+                    BotSpec("empty-game", lambda game_id: None, games=("klaberjass", ""))]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
-    assert "nl-game" not in catalog.names()
-    assert [(f.plugin, f.stage) for f in catalog.failures] == [("Newline", "spec")]
-    assert "games must be a non-empty list of game ids" in catalog.failures[0].error
+    assert "nl-game" not in catalog.names() and "empty-game" not in catalog.names()
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("Newline", "spec")] * 2
+    assert all("games must be a non-empty list of game ids" in f.error for f in catalog.failures)
 
 
 def test_only_a_cardgames_underscore_name_is_a_hook_by_its_name():
@@ -1162,3 +1181,110 @@ def test_what_an_installed_plugin_prints_at_import_is_kept_off_the_streams_and_s
     said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"])
             for e in logs if e["event"] == "bot_plugin_output_discarded"]
     assert said == [("printing", len("import-out\n"), len("import-err\n"))]
+
+
+@pytest.mark.parametrize("given", ["entry point", "--plugin module"])
+def test_a_plugins_import_and_hook_each_run_under_the_settings_load_time_limit(monkeypatch, given):
+    """docs/bots.md: a plugin's import, and then its ``cardgames_bots`` hook, may take at most
+    ``--bot-plugin-load-timeout-s``: each runs with the real timer armed at that limit (2 s
+    here), not at the 30 s default nor at more, whether the plugin is an installed entry point
+    or a module given to load. (A hanging plugin's test would see a wrong limit only by
+    waiting for it.)"""
+    name = "tests.plugins.reads_its_time_limit"
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    if given == "entry point":
+        _found_first(monkeypatch, [("reads-its-limit", name)])
+        settings = PluginSettings.resolve(environ={ENV_ALLOWLIST: "reads-its-limit"}, load_timeout_s=2.0)
+    else:
+        settings = PluginSettings.resolve(autoload=False, extra=[name], environ={}, load_timeout_s=2.0)
+    with _callers_timer(0, signal.SIG_DFL):  # no caller's timer due first (pytest-timeout's)
+        catalog = load_catalog(settings)
+    module = sys.modules[name]
+    assert "reads-its-limit" in catalog.names() and catalog.failures == []
+    assert 1.0 < module.IMPORT_LIMIT <= 2.0, module.IMPORT_LIMIT
+    assert len(module.HOOK_LIMITS) == 1 and 1.0 < module.HOOK_LIMITS[0] <= 2.0, module.HOOK_LIMITS
+
+
+def test_a_callers_repeating_timer_is_put_back_with_the_time_it_had_left_and_its_interval():
+    """time_limit: a timer the caller armed is put back afterwards with the time it had left,
+    not the time it had when the limit began (here at least 0.3 s less), and still repeating at
+    its own interval."""
+    with _callers_timer(0, lambda *_: None):
+        signal.setitimer(signal.ITIMER_REAL, 20.0, 7.0)
+        with time_limit(10.0):
+            assert 9.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 10.0  # the limit's, meanwhile
+            time.sleep(0.3)
+        left, interval = signal.getitimer(signal.ITIMER_REAL)
+    assert 15.0 < left <= 19.7 and interval == 7.0, (left, interval)
+
+
+def test_the_essential_random_plugin_registers_first_and_the_engines_other_plugins_next(monkeypatch):
+    """docs/bots.md: "the essential ``random`` plugin is always loaded first and the engine's
+    ``heuristic`` and ``search`` next", however sys.path orders their entry points (here the
+    engine's own ``search`` and ``heuristic`` found first of all, before a third party's)."""
+    _found_first(monkeypatch, [("aaa-plugin", "tests.plugins.klaberjass_only"),
+                               ("search", "bot_plugins.search"), ("heuristic", "bot_plugins.heuristic")])
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    order = list(catalog.plugins)
+    assert order[0] == "random" and set(order[1:3]) == {"heuristic", "search"}, order
+    assert "aaa-plugin" in order[3:]
+
+
+def test_an_explicit_allowlist_wins_even_empty_and_an_explicit_environment_is_the_only_one(monkeypatch):
+    """PluginSettings.resolve: "an explicit allowlist wins over CARDGAMES_BOT_PLUGINS", an empty
+    one too (only the essential plugin loads); and ``environ`` given is the environment read,
+    an empty one included, not the process's (which names an allowlist and the switch here)."""
+    s = PluginSettings.resolve(allowlist=(), environ={ENV_ALLOWLIST: "heuristic"})
+    assert s.allowlist == frozenset()
+    catalog = load_catalog(s)
+    assert set(catalog.plugins) == {"random"}
+    monkeypatch.setenv(ENV_ALLOWLIST, "heuristic")
+    monkeypatch.setenv(ENV_DISABLE_AUTOLOAD, "1")
+    assert PluginSettings.resolve(environ={}) == PluginSettings()
+    s = PluginSettings.resolve()  # the process's environment when none is given
+    assert s.allowlist == frozenset({"heuristic"}) and s.autoload is False
+
+
+class _Unprintable(Exception):
+    """A plugin's exception whose message cannot be read: its ``__str__`` raises."""
+
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+def test_a_plugin_exception_whose_message_cannot_be_read_is_a_failure_not_the_end_of_the_load(tmp_path, monkeypatch):
+    """plugins.manager: a plugin that raises, at import, in its hook or as its games are read,
+    is a ``bot_plugin_failed`` and left out, the others load (load_catalog "never raises for a
+    plugin"). An exception whose ``__str__`` raises made reading its message raise out of the
+    load, which ended the engine's start; it is said as Python's tracebacks say it."""
+
+    class HookRaises:
+        @hookimpl
+        def cardgames_bots(self):
+            raise _Unprintable()
+
+    def games():
+        raise _Unprintable()
+        yield "klaberjass"
+
+    class GamesRaise:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("unprintable-games", lambda game_id: None, games=games()),
+                    BotSpec("fine-games", lambda game_id: None)]
+
+    (tmp_path / "unprintable_at_import.py").write_text(
+        "class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError('no message')\n\n\n"
+        "raise Unprintable()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            autoload=False, extra=["unprintable_at_import", HookRaises(), GamesRaise(), "tests.plugins.bad_bots"],
+            environ={}))
+    assert {"sleeps", "fine-games"} <= set(catalog.names()) and "unprintable-games" not in catalog.names()
+    failed = [(f.plugin, f.stage, f.error, f.summary.split(" at ")[0]) for f in catalog.failures]
+    assert failed == [("unprintable_at_import", "import", "Unprintable: <exception str() failed>", "Unprintable"),
+                      ("HookRaises", "hook", "_Unprintable: <exception str() failed>", "_Unprintable"),
+                      ("GamesRaise", "spec", "ValueError: bot 'unprintable-games': listing its games raised _Unprintable",
+                       "ValueError: bot 'unprintable-games': listing its games raised _Unprintable")], failed
+    assert [e["error"] for e in logs if e["event"] == "bot_plugin_failed"] == [f.error for f in catalog.failures]
