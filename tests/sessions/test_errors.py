@@ -218,6 +218,33 @@ def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothi
     run(go())
 
 
+def test_the_session_layer_takes_an_action_of_64_characters_and_a_client_action_id_of_128():
+    """The session layer's own bounds are the API's (docs/api.md, "Acting": a
+    ``client_action_id`` of up to 128 printable characters; the transport refuses an action
+    over 64 characters): a 64-character action reaches the rules (MALFORMED_ACTION, not
+    BAD_ACTION), a 65-character one is BAD_ACTION; a 128-character id is taken, a 129-character
+    one is BAD_CLIENT_ACTION_ID (field ``client_action_id``) and changes nothing."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            with pytest.raises(MalformedAction):
+                await mgr.submit_action(match_id, p, "p" * 64, env.seq, "")
+            with pytest.raises(BadRequest) as too_long:
+                await mgr.submit_action(match_id, p, "p" * 65, env.seq, "")
+            with pytest.raises(BadRequest) as long_id:
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "c" * 129)
+            assert (await mgr.get_match(match_id)).seq == 0
+            res = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "c" * 128)
+            return too_long.value, long_id.value, res.seq
+
+    too_long, long_id, seq = run(go())
+    assert (too_long.code, too_long.reason) == ("INVALID_ARGUMENT", "BAD_ACTION")
+    assert (long_id.code, long_id.reason, long_id.metadata) == ("INVALID_ARGUMENT", "BAD_CLIENT_ACTION_ID",
+                                                                {"field": "client_action_id"})
+    assert seq == 1
+
+
 def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
     """A name or a termination reason with a control character is refused with the reason of
     its own field (BAD_NAME for the match and player names, BAD_TERMINATE_REASON for
