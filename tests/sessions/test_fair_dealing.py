@@ -537,6 +537,20 @@ def test_a_log_without_a_deck_shows_no_card():
     game = get_game("klaberjass")
     assert shown_cards(game, game.options({}), 0, {}, [ActionRecord(1, 1, "pass")]) == {}
 
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_the_cards_shown_are_cards_of_the_deals_deck(game_id):
+    """``fairness.shown_cards`` answers card codes, each of its deal's deck: the card an action
+    names is one of its arguments (``play:KH:bella``), never its verb or an announcement, so
+    what it gives the reveal holds nothing else."""
+    from .test_fold_checkpoints import long_match
+
+    record, decks, actions = long_match(game_id, 4)
+    game = get_game(game_id)
+    shown = shown_cards(game, game.options({}), 0, {d.deal: d for d in decks}, actions[:80])
+    assert shown and all(cards <= set(decks[deal].cards) for deal, cards in shown.items()), shown
+
+
 @pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
 def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
     """The reveal opens every card the table saw (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3), those on
