@@ -165,6 +165,18 @@ def test_stale_expected_seq_is_aborted_with_the_current_view():
             assert (await mgr.get_match(match_id)).seq == 1
             assert mgr.metrics.value("cardgames_actions_total",
                                      {"game": GAME, "by": "player", "result": "stale"}) == 1
+            # ahead of the match too (card_games.proto: a backup restored behind the client's
+            # view), with both seqs in the metadata (docs/api.md, Errors)
+            with pytest.raises(StaleSequence) as ahead:
+                await mgr.submit_action(match_id, p2, env2.view["legal"][0], env2.seq + 1)
+            assert ahead.value.metadata == {"expected_seq": "2", "seq": "1"}
+            assert ahead.value.current.seq == 1 and ahead.value.current.seat == seat2
+            # each seat's refusal carries its own view, never another seat's hand
+            for other in (0, 1):
+                with pytest.raises(StaleSequence) as mine:
+                    await mgr.submit_action(match_id, ps[other], "pass", 0)
+                own = await mgr.get_view(match_id, ps[other])
+                assert (mine.value.current.seat, mine.value.current.view) == (other, own.view)
             # expected_seq None skips the check
             res = await mgr.submit_action(match_id, p2, env2.view["legal"][0], None)
             assert res.seq == 2
