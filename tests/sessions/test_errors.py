@@ -213,6 +213,28 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
     assert run(go()) == 2
 
 
+def test_a_retry_after_the_match_ended_is_answered_with_its_first_result():
+    """docs/api.md, "Acting": a repeat is answered with ``duplicate`` and the seq and action of
+    the one application also once the match has ended (a termination at that very seq: its
+    view shows the end), not MATCH_NOT_ACTIVE; a new id is refused then."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = env.view["legal"][0]
+            first = await mgr.submit_action(match_id, p, action, env.seq, "last-one")
+            await mgr.terminate_match(match_id, "test")
+            again = await mgr.submit_action(match_id, p, action, env.seq, "last-one")
+            with pytest.raises(MatchNotActive) as new_id:
+                await mgr.submit_action(match_id, p, action, None, "a-new-one")
+            return first, again, new_id.value
+
+    first, again, refused = run(go())
+    assert again.duplicate and (again.seq, again.action) == (first.seq, first.action) and first.seq == 1
+    assert again.view.seq == 1 and again.view.status == "terminated"
+    assert refused.reason == "MATCH_NOT_ACTIVE"
+
+
 def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothing():
     """Every store must be able to keep the id (PostgreSQL text holds no NUL): a control
     character is a malformed request, not a store failure that a retry would repeat."""
