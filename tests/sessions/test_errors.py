@@ -203,6 +203,11 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
             with pytest.raises(BadRequest) as info:
                 await mgr.submit_action(match_id, p, "play:AS", None, "retry-me")
             assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
+            # another action that was legal at the first one's position is another action too
+            assert env.view["legal"][1] != action
+            with pytest.raises(BadRequest) as info:
+                await mgr.submit_action(match_id, p, env.view["legal"][1], None, "retry-me")
+            assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
             # also with a string that is no action at all (docs/api.md, Acting: the id's reuse
             # is what is wrong, not the notation)
             with pytest.raises(BadRequest) as info:
