@@ -831,8 +831,11 @@ def test_a_negative_turn_time_is_refused_as_negative(game):
 def test_spectators_only_when_allowed():
     async def go():
         async with manager() as mgr:
-            closed, _ = await open_match(mgr, GAME, spectators_allowed=False)
+            closed, players = await open_match(mgr, GAME, spectators_allowed=False)
             opened, _ = await open_match(mgr, GAME)
+            # a table closed to spectators is closed to them only: each seat sees its own view
+            for seat, player in enumerate(players):
+                assert (await mgr.get_view(closed, player)).seat == seat
             spectator = Principal("spectator", closed)
             with pytest.raises(PermissionDenied) as info:
                 await mgr.get_view(closed, spectator)
