@@ -165,6 +165,18 @@ def test_stale_expected_seq_is_aborted_with_the_current_view():
             assert (await mgr.get_match(match_id)).seq == 1
             assert mgr.metrics.value("cardgames_actions_total",
                                      {"game": GAME, "by": "player", "result": "stale"}) == 1
+            # ahead of the match too (card_games.proto: a backup restored behind the client's
+            # view), with both seqs in the metadata (docs/api.md, Errors)
+            with pytest.raises(StaleSequence) as ahead:
+                await mgr.submit_action(match_id, p2, env2.view["legal"][0], env2.seq + 1)
+            assert ahead.value.metadata == {"expected_seq": "2", "seq": "1"}
+            assert ahead.value.current.seq == 1 and ahead.value.current.seat == seat2
+            # each seat's refusal carries its own view, never another seat's hand
+            for other in (0, 1):
+                with pytest.raises(StaleSequence) as mine:
+                    await mgr.submit_action(match_id, ps[other], "pass", 0)
+                own = await mgr.get_view(match_id, ps[other])
+                assert (mine.value.current.seat, mine.value.current.view) == (other, own.view)
             # expected_seq None skips the check
             res = await mgr.submit_action(match_id, p2, env2.view["legal"][0], None)
             assert res.seq == 2
@@ -191,6 +203,16 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
             with pytest.raises(BadRequest) as info:
                 await mgr.submit_action(match_id, p, "play:AS", None, "retry-me")
             assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
+            # another action that was legal at the first one's position is another action too
+            assert env.view["legal"][1] != action
+            with pytest.raises(BadRequest) as info:
+                await mgr.submit_action(match_id, p, env.view["legal"][1], None, "retry-me")
+            assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
+            # also with a string that is no action at all (docs/api.md, Acting: the id's reuse
+            # is what is wrong, not the notation)
+            with pytest.raises(BadRequest) as info:
+                await mgr.submit_action(match_id, p, "no-such-verb:ZZ", None, "retry-me")
+            assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
             # ids are per seat: the other seat may use the same id
             seat2, p2, env2 = await to_act(mgr, match_id, ps)
             if seat2 != seat:
@@ -199,6 +221,28 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
             return mgr.metrics.value("cardgames_actions_total",
                                      {"game": GAME, "by": "player", "result": "duplicate"})
     assert run(go()) == 2
+
+
+def test_a_retry_after_the_match_ended_is_answered_with_its_first_result():
+    """docs/api.md, "Acting": a repeat is answered with ``duplicate`` and the seq and action of
+    the one application also once the match has ended (a termination at that very seq: its
+    view shows the end), not MATCH_NOT_ACTIVE; a new id is refused then."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = env.view["legal"][0]
+            first = await mgr.submit_action(match_id, p, action, env.seq, "last-one")
+            await mgr.terminate_match(match_id, "test")
+            again = await mgr.submit_action(match_id, p, action, env.seq, "last-one")
+            with pytest.raises(MatchNotActive) as new_id:
+                await mgr.submit_action(match_id, p, action, None, "a-new-one")
+            return first, again, new_id.value
+
+    first, again, refused = run(go())
+    assert again.duplicate and (again.seq, again.action) == (first.seq, first.action) and first.seq == 1
+    assert again.view.seq == 1 and again.view.status == "terminated"
+    assert refused.reason == "MATCH_NOT_ACTIVE"
 
 
 def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothing():
@@ -216,6 +260,33 @@ def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothi
             res = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "ok-id é 1")
             assert res.seq == 1
     run(go())
+
+
+def test_the_session_layer_takes_an_action_of_64_characters_and_a_client_action_id_of_128():
+    """The session layer's own bounds are the API's (docs/api.md, "Acting": a
+    ``client_action_id`` of up to 128 printable characters; the transport refuses an action
+    over 64 characters): a 64-character action reaches the rules (MALFORMED_ACTION, not
+    BAD_ACTION), a 65-character one is BAD_ACTION; a 128-character id is taken, a 129-character
+    one is BAD_CLIENT_ACTION_ID (field ``client_action_id``) and changes nothing."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            with pytest.raises(MalformedAction):
+                await mgr.submit_action(match_id, p, "p" * 64, env.seq, "")
+            with pytest.raises(BadRequest) as too_long:
+                await mgr.submit_action(match_id, p, "p" * 65, env.seq, "")
+            with pytest.raises(BadRequest) as long_id:
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "c" * 129)
+            assert (await mgr.get_match(match_id)).seq == 0
+            res = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "c" * 128)
+            return too_long.value, long_id.value, res.seq
+
+    too_long, long_id, seq = run(go())
+    assert (too_long.code, too_long.reason) == ("INVALID_ARGUMENT", "BAD_ACTION")
+    assert (long_id.code, long_id.reason, long_id.metadata) == ("INVALID_ARGUMENT", "BAD_CLIENT_ACTION_ID",
+                                                                {"field": "client_action_id"})
+    assert seq == 1
 
 
 def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
@@ -760,8 +831,11 @@ def test_a_negative_turn_time_is_refused_as_negative(game):
 def test_spectators_only_when_allowed():
     async def go():
         async with manager() as mgr:
-            closed, _ = await open_match(mgr, GAME, spectators_allowed=False)
+            closed, players = await open_match(mgr, GAME, spectators_allowed=False)
             opened, _ = await open_match(mgr, GAME)
+            # a table closed to spectators is closed to them only: each seat sees its own view
+            for seat, player in enumerate(players):
+                assert (await mgr.get_view(closed, player)).seat == seat
             spectator = Principal("spectator", closed)
             with pytest.raises(PermissionDenied) as info:
                 await mgr.get_view(closed, spectator)

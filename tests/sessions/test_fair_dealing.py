@@ -537,6 +537,56 @@ def test_a_log_without_a_deck_shows_no_card():
     game = get_game("klaberjass")
     assert shown_cards(game, game.options({}), 0, {}, [ActionRecord(1, 1, "pass")]) == {}
 
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_the_cards_shown_are_cards_of_the_deals_deck(game_id):
+    """``fairness.shown_cards`` answers card codes, each of its deal's deck: the card an action
+    names is one of its arguments (``play:KH:bella``), never its verb or an announcement, so
+    what it gives the reveal holds nothing else."""
+    from .test_fold_checkpoints import long_match
+
+    record, decks, actions = long_match(game_id, 4)
+    game = get_game(game_id)
+    shown = shown_cards(game, game.options({}), 0, {d.deal: d for d in decks}, actions[:80])
+    assert shown and all(cards <= set(decks[deal].cards) for deal, cards in shown.items()), shown
+
+
+def test_a_card_on_show_at_any_moment_of_a_deal_is_shown():
+    """A card is shown when a spectator could know it *at some moment* of the deal (docs/api.md,
+    "Fair dealing"), not only as the deal ends: ``fairness.shown_cards`` keeps every card it
+    saw face up, also one put out of sight again that no action names (a turn-up taken into a
+    hand, were the rules to hide it). A stand-in game: its top card is face up until the
+    first of two passes; the rules' own games hide no card they showed, so they cannot tell."""
+    from engine_service.rules.cards import card_id, mask_of
+    from engine_service.rules.game import CHANCE, TERMINAL
+
+    class Table:
+        deck: list[int] = []
+        acted = 0
+
+        def to_act(self) -> int:
+            return CHANCE if not self.deck else 0 if self.acted < 2 else TERMINAL
+
+        def deal(self, cards) -> None:
+            self.deck = [card_id(c) for c in cards]
+
+        def apply(self, action: str, seat: int) -> None:
+            self.acted += 1
+
+        def secret_cards(self, seat) -> int:
+            return mask_of(self.deck) & ~((1 << self.deck[0]) if self.acted == 0 else 0)
+
+    class StandIn:
+        pack = get_game("klaberjass").pack
+
+        def new_state(self, options, first_dealer):
+            return Table()
+
+    deck = DeckRecord(0, tuple(card_code(c) for c in StandIn.pack))
+    passes = [ActionRecord(1, 0, "pass"), ActionRecord(2, 0, "pass")]
+    assert shown_cards(StandIn(), {}, 0, {0: deck}, passes) == {0: frozenset({deck.cards[0]})}
+
+
 @pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
 def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
     """The reveal opens every card the table saw (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3), those on

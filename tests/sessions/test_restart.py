@@ -1088,6 +1088,31 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 
+def test_a_retry_sent_to_the_stale_writer_is_answered_with_the_other_writers_result():
+    """docs/api.md, "Acting": a retry of a ``client_action_id`` in the log is answered with the
+    result of its one application (``duplicate``), also when the writer that gets it finds it
+    there only by catching up with the stored log: the action went through writer ``a``, its
+    retry reaches the stale writer ``b``, whose append is refused; ``b`` folds ``a``'s action in
+    and answers the retry with it (seq 1, ``duplicate``), not ABORTED, and writes nothing."""
+    store = MemoryStore()
+
+    async def go():
+        a, b, match_id, pa, pb = await two_writers(store)
+        seat = a._matches[match_id].state.to_act()
+        first = await a.submit_action(match_id, pa[seat], "pass", 0, "once")
+        retry = await b.submit_action(match_id, pb[seat], "pass", 0, "once")
+        actions = (await store.load_match(match_id)).actions
+        await b.close()
+        await a.close()
+        return first, retry, actions
+
+    first, retry, actions = run(go())
+    assert (first.seq, first.duplicate) == (1, False)
+    assert (retry.seq, retry.action, retry.duplicate) == (1, "pass", True)
+    assert retry.view.seat == first.view.seat and retry.view.seq == 1
+    assert [(x.seq, x.client_action_id) for x in actions] == [(1, "once")]
+
+
 def test_a_refused_append_whose_catch_up_cannot_read_the_log_is_unavailable_and_caught_up_on_retry():
     """The stale writer's append is refused (the other writer's action holds that seq) and
     reading the log back fails too: the request is UNAVAILABLE / STORE_UNAVAILABLE (retry),

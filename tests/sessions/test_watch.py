@@ -330,7 +330,7 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
 
 def test_a_wait_arms_one_timer_for_its_limit_and_its_end_leaves_the_timer_nothing_to_do():
     """``Watcher.wait``: a wait that reaches its limit ends with IDLE when the one timer armed
-    for that limit fires (not a second one armed for the same limit); a wait that ended with
+    for that limit (``idle_s`` from the wait's start) fires (not a second one armed for the same limit); a wait that ended with
     an event is over, so its timer firing later, the reader busy with the event, queues
     nothing."""
     from engine_service.sessions.watchers import IDLE, Watcher
@@ -345,10 +345,14 @@ def test_a_wait_arms_one_timer_for_its_limit_and_its_end_leaves_the_timer_nothin
             return call_at(when, callback, *args, **kwargs)
 
         loop.call_at = counting
+        started = loop.time()
         try:
             idle = await Watcher(SPECTATOR, 2).wait(0.01)
         finally:
             del loop.call_at
+        # the one timer is armed for the wait's own limit (the heartbeat interval: the longest a
+        # stream goes without a message, docs/api.md), not a later one
+        assert started + 0.01 <= armed[0] < started + 0.015, armed[0] - started
         busy = Watcher(SPECTATOR, 2)
         pending = asyncio.ensure_future(busy.wait(600))
         await asyncio.sleep(0)
