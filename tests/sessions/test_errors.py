@@ -223,6 +223,31 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
     assert run(go()) == 2
 
 
+def test_a_retry_after_its_seat_left_is_answered_with_its_first_result():
+    """docs/api.md, "Acting": a repeat of an action applied before its seat left a running
+    Georgian Joker match (GJ-12.4: a bot plays the seat on) is answered ``duplicate`` with the
+    seq and action of its one application, the seat's view of that moment; only new actions
+    are refused SEAT_LEFT. A client that lost the answer learns its move counted."""
+    from engine_service.sessions.api import PermissionDenied
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = env.view["legal"][0]
+            first = await mgr.submit_action(match_id, p, action, env.seq, "before-leaving")
+            await mgr.leave_match(match_id, p, resign=True)
+            again = await mgr.submit_action(match_id, p, action, env.seq, "before-leaving")
+            with pytest.raises(PermissionDenied) as new_id:
+                await mgr.submit_action(match_id, p, action, None, "after-leaving")
+            return seat, first, again, new_id.value
+
+    seat, first, again, refused = run(go())
+    assert again.duplicate and (again.seq, again.action) == (first.seq, first.action)
+    assert again.view.seq == first.seq and again.view.view["seat"] == seat
+    assert refused.reason == "SEAT_LEFT"
+
+
 def test_a_retry_after_the_match_ended_is_answered_with_its_first_result():
     """docs/api.md, "Acting": a repeat is answered with ``duplicate`` and the seq and action of
     the one application also once the match has ended (a termination at that very seq: its
