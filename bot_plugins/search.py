@@ -108,6 +108,12 @@ def kl_auction(legal: Any) -> bool:
 
 @dataclass(frozen=True)
 class SearchParams:
+    """The search's knobs (docs/bots.md, "The first-party bots"). ``iterations`` and ``worlds`` bound
+    the tree (worlds sampled once a decision, iterations cycling through them);
+    ``exploration`` is UCB's constant ``c`` in ``mean + c * sqrt(ln(avail) / visits)``, the
+    mean a relative deal score divided by the game's :data:`SCALE`; ``time_fraction`` of the
+    request's remaining budget stops the tree early."""
+
     iterations: int = 600
     worlds: int = 24
     exploration: float = 0.7

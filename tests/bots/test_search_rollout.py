@@ -486,12 +486,12 @@ def test_greedy_playout_when_every_play_wins_a_seat_that_wants_no_trick_takes_it
 
 
 def test_the_search_defaults_are_the_documented_ones():
-    """docs/bots.md, "The first-party bots": 600 iterations or 85% of the time budget, 24 sampled
-    worlds, greedy ``epsilon`` 0.1; bid inference from 24 x 4 candidates within a quarter of the
+    """docs/bots.md, "The first-party bots": 600 iterations or 85% of the time budget, UCB
+    exploration 0.7, 24 sampled worlds, greedy ``epsilon`` 0.1; bid inference from 24 x 4 candidates within a quarter of the
     decision's time; the flat playouts decide Jo-Jotte's double, redouble and nullo (JJ-3.3,
     JJ-4.3); only Georgian Joker's and Jo-Jotte's states say whether a seat wants a trick."""
     p = SearchParams()
-    assert (p.iterations, p.worlds, p.time_fraction, p.epsilon) == (600, 24, 0.85, 0.1)
+    assert (p.iterations, p.worlds, p.time_fraction, p.epsilon, p.exploration) == (600, 24, 0.85, 0.1, 0.7)
     assert (p.inference_candidates, p.inference_time) == (4, 0.25)
     assert PLAYOUT_DECISIONS == {"double", "redouble", "nullo"}
     assert SMALL_DEAL_CARDS == 3
