@@ -157,69 +157,62 @@ def test_a_port_of_digits_that_are_not_ascii_is_no_port():
         cg.target_arg(target)
 
 
-def test_a_leave_whose_answer_was_lost_answers_the_summary_of_its_own_match():
-    """:meth:`SeatSession.leave`: an engine that no longer remembers a leave whose answer was
-    lost answers the freed seat's token UNAUTHENTICATED, and "the match's public summary is
-    returned instead": GetMatch of the session's match, as :meth:`SeatSession.summary` asks."""
-    from .test_client_rate_limits import _rate_limited
+class _LostLeave:
+    """A stub whose LeaveMatch loses its first answer (UNAVAILABLE) and then refuses the retry
+    with ``then`` (a code and reason); GetMatch answers the match asked about, recorded."""
 
-    class Forgetting:
-        def __init__(self) -> None:
-            self.failures = [_rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, ""),
-                             _rate_limited(0.0, grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")]
-            self.asked: list[str] = []
+    def __init__(self, then: grpc.StatusCode, reason: str) -> None:
+        from .test_client_rate_limits import _rate_limited
 
-        async def LeaveMatch(self, request, timeout=None, metadata=None):
-            raise self.failures.pop(0)
+        self.failures = [_rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, ""), _rate_limited(0.0, then, reason)]
+        self.asked: list[str] = []
 
-        async def GetMatch(self, request, timeout=None, metadata=None):
-            self.asked.append(request.match_id)
-            return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id))
+    async def LeaveMatch(self, request, timeout=None, metadata=None):
+        raise self.failures.pop(0)
 
+    async def GetMatch(self, request, timeout=None, metadata=None):
+        self.asked.append(request.match_id)
+        return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id))
+
+
+def _with_stub(stub, act):
+    """``act(client)`` on a client over ``stub`` whose retries wait at most 2 ms."""
     async def scenario():
         client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
                            retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
         try:
-            client.stub = stub = Forgetting()
-            session = client.seat_session("m7", 1, "seat-token")
-            return (await session.leave()).match_id, (await session.summary()).match_id, stub.asked
+            client.stub = stub
+            return await act(client)
         finally:
             await client.close()
+    return run(scenario())
 
-    assert run(scenario()) == ("m7", "m7", ["m7", "m7"])
+
+def test_a_leave_whose_answer_was_lost_answers_the_summary_of_its_own_match():
+    """:meth:`SeatSession.leave`: an engine that no longer remembers a leave whose answer was
+    lost answers the freed seat's token UNAUTHENTICATED, and "the match's public summary is
+    returned instead": GetMatch of the session's match, as :meth:`SeatSession.summary` asks."""
+    stub = _LostLeave(grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")
+
+    async def act(client):
+        session = client.seat_session("m7", 1, "seat-token")
+        return (await session.leave()).match_id, (await session.summary()).match_id
+
+    assert _with_stub(stub, act) == ("m7", "m7") and stub.asked == ["m7", "m7"]
 
 
 def test_a_leave_whose_answer_was_lost_raises_a_refusal_other_than_unauthenticated():
     """Only the void token's UNAUTHENTICATED means that the lost leave freed the seat
     (:meth:`SeatSession.leave`): another refusal after a lost answer (NOT_FOUND: the match is
     gone) is raised, no summary fetched in its place."""
-    from .test_client_rate_limits import _rate_limited
+    stub = _LostLeave(grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
 
-    class Refusing:
-        def __init__(self) -> None:
-            self.failures = [_rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, ""),
-                             _rate_limited(0.0, grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")]
-            self.asked: list[str] = []
+    async def act(client):
+        with pytest.raises(cg.NotFound):
+            await client.seat_session("m7", 1, "seat-token").leave()
 
-        async def LeaveMatch(self, request, timeout=None, metadata=None):
-            raise self.failures.pop(0)
-
-        async def GetMatch(self, request, timeout=None, metadata=None):
-            self.asked.append(request.match_id)
-            return card_games_pb2.GetMatchResponse(match=match_pb2.MatchSummary(match_id=request.match_id))
-
-    async def scenario():
-        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
-                           retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002))
-        try:
-            client.stub = stub = Refusing()
-            with pytest.raises(cg.NotFound):
-                await client.seat_session("m7", 1, "seat-token").leave()
-            return stub.asked
-        finally:
-            await client.close()
-
-    assert run(scenario()) == []
+    _with_stub(stub, act)
+    assert stub.asked == []
 
 
 def test_a_watch_whose_first_opening_a_rate_limit_refused_waits_the_delay_it_names():
