@@ -19,6 +19,7 @@ from engine_service.plugins import DecisionRequest
 from engine_service.rules import CHANCE, TERMINAL, get_game
 from engine_service.rules.cards import card_id
 from tests.rules.playout import shuffled
+from tests.bots.test_search_bid_inference import SteppingClock as _SteppingClock
 
 SEARCH_GAMES = ("klaberjass", "jojotte", "georgian_joker", "japanese_joker")
 
@@ -640,19 +641,6 @@ def test_a_spent_budget_still_searches_one_world_once(game_id, monkeypatch):
     assert bot.decide(req) in view["legal"]
     assert len(worlds) == 1
     assert bot.last_iterations == 1 and bot.fallbacks == 0
-
-
-class _SteppingClock:
-    """A ``time`` stand-in whose ``monotonic()`` moves on by ``tick`` at every read (as in
-    test_search_bid_inference.py): the budget is counted in clock checks, not machine speed."""
-
-    def __init__(self, tick: float) -> None:
-        self.now = 1000.0
-        self.tick = tick
-
-    def monotonic(self) -> float:
-        self.now += self.tick
-        return self.now
 
 
 @pytest.mark.parametrize("game_id", SEARCH_GAMES)
