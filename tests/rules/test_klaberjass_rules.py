@@ -432,6 +432,18 @@ def test_kl_5_5_a21_the_loser_reveals_only_what_his_statements_name():
     assert out.revealed_mask == (mask("KH QH JH TH"), mask("AS KS QS JS"))
 
 
+def test_kl_5_5_a21_a_beaten_value_and_a_lower_top_name_no_card_of_the_loser():
+    """KL-5.5 steps 2-3, KL-A21: a value beaten by ``not_good`` names no card of the loser's run
+    (the elder's 20 against the dealer's 50), and a dealer who answers ``lower`` names none of his
+    (his KS-JS under the elder's AH-QH); only the winner's scored run is revealed."""
+    out = resolve([mask("AH KH QH 9S 7S 8D 7D 8C 7C"), mask("AS KS QS JS 9D JD TC 9C TH")], 0, 3)
+    assert out.winner == 1
+    assert out.revealed_mask == (0, mask("AS KS QS JS"))
+    out = resolve([mask("AH KH QH 9S 7S 8D 7D 8C 7C"), mask("KS QS JS 8S 9D JD TC 9C AD")], 0, 3)
+    assert out.winner == 0 and [e["say"] for e in dialogue(out)[2:4]] == ["top", "lower"]
+    assert out.revealed_mask == (mask("AH KH QH"), 0)
+
+
 def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
     """KL-5.5 steps 3-4: QS-TS against QD-TD, hearts trump: ``same QD`` names the dealer's three
     cards although nobody scores (KL-5.6)."""
