@@ -321,6 +321,35 @@ def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
     assert tie.sequence_winner is None and tie.sequence_points == (0, 0)
 
 
+def test_JJ_5_6_a_players_best_sequence_is_his_trump_one_among_equals():
+    """JJ-5.6 (last sentence): a player's best sequence is his highest by the same ranking, so of
+    two K-high runs of three the trump one (hearts) is his best and beats the opponent's K-high
+    diamonds; the plain spades run comes second."""
+    st = M.settle((mask("KS", "QS", "JS", "KH", "QH", "JH"), mask("KD", "QD", "JD")), 1, 0)
+    assert [(s.suit, s.trump) for s in st.sequences[0]] == [(1, True), (0, False)]
+    assert st.sequence_winner == 0 and st.sequence_points == (40, 0)
+
+
+def test_JJ_A20_split_runs_leaves_a_six_card_run_whole_and_a_split_trump_run_stays_trump():
+    """JJ-A20 ``jj_split_runs``: only a run of 7 or 8 is cut (a 6-card run scores 50 whole, more
+    than 4 + 2 could); both pieces of a cut trump run are trump sequences (JJ-5.6 step 3)."""
+    six = M.hand_sequences(mask("AH", "KH", "QH", "JH", "TH", "9H"), 1, True)
+    assert [(s.top, s.length, s.points) for s in six] == [(0, 6, 50)]
+    seven = M.hand_sequences(mask("AH", "KH", "QH", "JH", "TH", "9H", "8H"), 1, True)
+    assert [(s.top, s.length, s.trump) for s in seven] == [(0, 4, True), (4, 3, True)]
+
+
+def test_JJ_A10_quartets_are_those_of_the_hand_held_when_they_were_stated():
+    """JJ-A10 / JJ-5.9 (settle's ``quartet_hands``): the defender (seat 0) who completes the nines
+    only after the quartet statements (a late exchange brought him 9S) scores no quartet; his
+    hand at the statements decides, for seat 0 as for seat 1."""
+    then = mask("7S", "9H", "9D", "9C")
+    now = mask("9S", "9H", "9D", "9C")
+    st = M.settle((now, 0), 0, 0, quartet_hands=(then, 0))
+    assert st.quartets == ((), ()) and st.quartet_points == (0, 0)
+    assert M.settle((now, 0), 0, 0).quartet_points == (100, 0)
+
+
 def test_JJ_5_7_categories_are_independent():
     a = mask("9S", "9H", "9D", "9C")
     b = mask("AS", "KS", "QS", "JS")
