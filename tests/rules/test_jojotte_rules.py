@@ -761,6 +761,24 @@ def test_JJ_10_3_a_won_rubber_leaves_a_fresh_rubber_in_a_longer_match_JJ_10_5():
     assert m["rubber_games"] == [0, 0] and m["rubber_game_winners"] == [] and m["rubber_points"] == [0, 0]
     assert m["game_points"] == [0, 0]
 
+
+def test_JJ_A33_a_kept_part_score_does_not_survive_the_rubber_and_A27_one_column_bonus():
+    """docs/games/jojotte.md, documented choice 12 (JJ-A33): under ``jj_partscore_reset = false``
+    the loser keeps his part-score after a game, but a new rubber always starts at 0 for both;
+    and with ``jj_scoresheet = single_column`` (JJ-A27) the rubber bonus is written below."""
+    state = deal({"jj_match_rubbers": 2, "jj_partscore_reset": False}, **MELD_LOSER_DEAL)
+    set_match(state, gpts=(70, 30), rgames=(1, 0), rseq=(0,), games=(1, 0))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    m = table(state)["match"]
+    assert m["rubbers_won"] == [1, 0] and m["game_points"] == [0, 0]
+    state = deal({"jj_scoresheet": "single_column"}, **STRONG_DEAL)
+    set_match(state, rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [0, 0] and r["below"][0] == table(state)["last_deal"]["trick_points"][0] + 50 + 100 + 300
+
+
 def test_JJ_10_1_and_10_3_last_deal_names_the_game_and_the_rubber_it_decided():
     """JJ-10.1 / JJ-10.3: the last scored deal's breakdown (``table.last_deal``, docs/games/
     jojotte.md) names the seat that won a game in it and the seat that won the rubber with it:
