@@ -350,6 +350,37 @@ def test_JJ_A10_quartets_are_those_of_the_hand_held_when_they_were_stated():
     assert M.settle((now, 0), 0, 0).quartet_points == (100, 0)
 
 
+def test_JJ_A20_no_card_in_two_melds_for_the_second_seat_too():
+    """JJ-A20 ``jj_card_in_two_melds = false``: seat 1's scored quartet of aces takes AS out of
+    his A-K-Q of spades, so seat 0's 9-8-7 of diamonds wins the sequences; by default (JJ-5.3)
+    seat 1's run wins."""
+    hands = (mask("9D", "8D", "7D"), mask("AS", "AH", "AD", "AC", "KS", "QS"))
+    st = M.settle(hands, 0, 0, card_in_two_melds=False)
+    assert st.quartet_points == (0, 100) and st.sequence_winner == 0 and st.sequence_points == (20, 0)
+    assert M.settle(hands, 0, 0).sequence_winner == 1
+
+
+def test_JJ_A21_each_seat_conceals_one_category_only():
+    """JJ-A21 (``declared[seat] = (quartets, sequences)``): seat 0 concealing his sequences holds
+    none, so seat 1's lower run wins; seat 1 concealing only his quartets still has his run."""
+    hands = (mask("AH", "KH", "QH", "JH"), mask("KC", "QC", "JC", "9S", "9H", "9D", "9C"))
+    st = M.settle(hands, 0, 0, declared=((True, False), (True, True)))
+    assert st.sequences[0] == () and st.sequence_winner == 1 and st.points == (0, 120)
+    st = M.settle(hands, 0, 0, declared=((True, True), (False, True)))
+    assert st.quartets == ((), ()) and st.sequence_winner == 0 and st.points == (40, 0)
+    st = M.settle((mask("QH", "JH", "TH"), hands[1]), 0, 0, declared=((True, True), (False, True)))
+    assert st.sequence_winner == 1 and st.points == (0, 20)
+
+
+def test_JJ_5_9_trump_check_names_the_winner():
+    """JJ-5.9 / JJ-5.6 step 3: equal lengths and tops, the trump check's line names the trump
+    sequence's owner (clubs trump: seat 1), and nobody when neither is trump."""
+    st = M.settle((mask("QH", "JH", "TH"), mask("QC", "JC", "TC")), 3, 0)
+    assert M.dialogue(st)[-2] == {"seat": None, "say": "trump_check", "winner": 1}
+    st = M.settle((mask("QH", "JH", "TH"), mask("QD", "JD", "TD")), 3, 0)
+    assert M.dialogue(st)[-1] == {"seat": None, "say": "trump_check", "winner": None}
+
+
 def test_JJ_5_7_categories_are_independent():
     a = mask("9S", "9H", "9D", "9C")
     b = mask("AS", "KS", "QS", "JS")
