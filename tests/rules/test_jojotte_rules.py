@@ -372,6 +372,14 @@ def test_JJ_A21_each_seat_conceals_one_category_only():
     assert st.sequence_winner == 1 and st.points == (0, 20)
 
 
+def test_JJ_5_9_a_declarer_with_a_sequence_answers_length_0_with_not_good():
+    """JJ-5.9: against the defender's ``length 0`` the declarer who holds a sequence is longer:
+    ``not_good 3``, then he scores it; ``good`` is only for shorter or none."""
+    st = M.settle((mask("AS", "9H", "7D"), mask("QC", "JC", "TC")), 0, 0)
+    _, seq_lines = M.dialogue_parts(st)
+    assert [(d["seat"], d["say"]) for d in seq_lines] == [(0, "length 0"), (1, "not_good 3"), (1, "scores")]
+
+
 def test_JJ_5_9_trump_check_names_the_winner():
     """JJ-5.9 / JJ-5.6 step 3: equal lengths and tops, the trump check's line names the trump
     sequence's owner (clubs trump: seat 1), and nobody when neither is trump."""
