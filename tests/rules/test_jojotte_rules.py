@@ -321,6 +321,74 @@ def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
     assert tie.sequence_winner is None and tie.sequence_points == (0, 0)
 
 
+def test_JJ_5_6_a_players_best_sequence_is_his_trump_one_among_equals():
+    """JJ-5.6 (last sentence): a player's best sequence is his highest by the same ranking, so of
+    two K-high runs of three the trump one (hearts) is his best and beats the opponent's K-high
+    diamonds; the plain spades run comes second."""
+    st = M.settle((mask("KS", "QS", "JS", "KH", "QH", "JH"), mask("KD", "QD", "JD")), 1, 0)
+    assert [(s.suit, s.trump) for s in st.sequences[0]] == [(1, True), (0, False)]
+    assert st.sequence_winner == 0 and st.sequence_points == (40, 0)
+
+
+def test_JJ_A20_split_runs_leaves_a_six_card_run_whole_and_a_split_trump_run_stays_trump():
+    """JJ-A20 ``jj_split_runs``: only a run of 7 or 8 is cut (a 6-card run scores 50 whole, more
+    than 4 + 2 could); both pieces of a cut trump run are trump sequences (JJ-5.6 step 3)."""
+    six = M.hand_sequences(mask("AH", "KH", "QH", "JH", "TH", "9H"), 1, True)
+    assert [(s.top, s.length, s.points) for s in six] == [(0, 6, 50)]
+    seven = M.hand_sequences(mask("AH", "KH", "QH", "JH", "TH", "9H", "8H"), 1, True)
+    assert [(s.top, s.length, s.trump) for s in seven] == [(0, 4, True), (4, 3, True)]
+
+
+def test_JJ_A10_quartets_are_those_of_the_hand_held_when_they_were_stated():
+    """JJ-A10 / JJ-5.9 (settle's ``quartet_hands``): the defender (seat 0) who completes the nines
+    only after the quartet statements (a late exchange brought him 9S) scores no quartet; his
+    hand at the statements decides, for seat 0 as for seat 1."""
+    then = mask("7S", "9H", "9D", "9C")
+    now = mask("9S", "9H", "9D", "9C")
+    st = M.settle((now, 0), 0, 0, quartet_hands=(then, 0))
+    assert st.quartets == ((), ()) and st.quartet_points == (0, 0)
+    assert M.settle((now, 0), 0, 0).quartet_points == (100, 0)
+
+
+def test_JJ_A20_no_card_in_two_melds_for_the_second_seat_too():
+    """JJ-A20 ``jj_card_in_two_melds = false``: seat 1's scored quartet of aces takes AS out of
+    his A-K-Q of spades, so seat 0's 9-8-7 of diamonds wins the sequences; by default (JJ-5.3)
+    seat 1's run wins."""
+    hands = (mask("9D", "8D", "7D"), mask("AS", "AH", "AD", "AC", "KS", "QS"))
+    st = M.settle(hands, 0, 0, card_in_two_melds=False)
+    assert st.quartet_points == (0, 100) and st.sequence_winner == 0 and st.sequence_points == (20, 0)
+    assert M.settle(hands, 0, 0).sequence_winner == 1
+
+
+def test_JJ_A21_each_seat_conceals_one_category_only():
+    """JJ-A21 (``declared[seat] = (quartets, sequences)``): seat 0 concealing his sequences holds
+    none, so seat 1's lower run wins; seat 1 concealing only his quartets still has his run."""
+    hands = (mask("AH", "KH", "QH", "JH"), mask("KC", "QC", "JC", "9S", "9H", "9D", "9C"))
+    st = M.settle(hands, 0, 0, declared=((True, False), (True, True)))
+    assert st.sequences[0] == () and st.sequence_winner == 1 and st.points == (0, 120)
+    st = M.settle(hands, 0, 0, declared=((True, True), (False, True)))
+    assert st.quartets == ((), ()) and st.sequence_winner == 0 and st.points == (40, 0)
+    st = M.settle((mask("QH", "JH", "TH"), hands[1]), 0, 0, declared=((True, True), (False, True)))
+    assert st.sequence_winner == 1 and st.points == (0, 20)
+
+
+def test_JJ_5_9_a_declarer_with_a_sequence_answers_length_0_with_not_good():
+    """JJ-5.9: against the defender's ``length 0`` the declarer who holds a sequence is longer:
+    ``not_good 3``, then he scores it; ``good`` is only for shorter or none."""
+    st = M.settle((mask("AS", "9H", "7D"), mask("QC", "JC", "TC")), 0, 0)
+    _, seq_lines = M.dialogue_parts(st)
+    assert [(d["seat"], d["say"]) for d in seq_lines] == [(0, "length 0"), (1, "not_good 3"), (1, "scores")]
+
+
+def test_JJ_5_9_trump_check_names_the_winner():
+    """JJ-5.9 / JJ-5.6 step 3: equal lengths and tops, the trump check's line names the trump
+    sequence's owner (clubs trump: seat 1), and nobody when neither is trump."""
+    st = M.settle((mask("QH", "JH", "TH"), mask("QC", "JC", "TC")), 3, 0)
+    assert M.dialogue(st)[-2] == {"seat": None, "say": "trump_check", "winner": 1}
+    st = M.settle((mask("QH", "JH", "TH"), mask("QD", "JD", "TD")), 3, 0)
+    assert M.dialogue(st)[-1] == {"seat": None, "say": "trump_check", "winner": None}
+
+
 def test_JJ_5_7_categories_are_independent():
     a = mask("9S", "9H", "9D", "9C")
     b = mask("AS", "KS", "QS", "JS")
@@ -731,6 +799,24 @@ def test_JJ_10_3_a_won_rubber_leaves_a_fresh_rubber_in_a_longer_match_JJ_10_5():
     assert m["rubbers_won"] == [1, 0] and m["rubber_number"] == 1 and len(m["rubber_totals"]) == 1
     assert m["rubber_games"] == [0, 0] and m["rubber_game_winners"] == [] and m["rubber_points"] == [0, 0]
     assert m["game_points"] == [0, 0]
+
+
+def test_JJ_A33_a_kept_part_score_does_not_survive_the_rubber_and_A27_one_column_bonus():
+    """docs/games/jojotte.md, documented choice 12 (JJ-A33): under ``jj_partscore_reset = false``
+    the loser keeps his part-score after a game, but a new rubber always starts at 0 for both;
+    and with ``jj_scoresheet = single_column`` (JJ-A27) the rubber bonus is written below."""
+    state = deal({"jj_match_rubbers": 2, "jj_partscore_reset": False}, **MELD_LOSER_DEAL)
+    set_match(state, gpts=(70, 30), rgames=(1, 0), rseq=(0,), games=(1, 0))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    m = table(state)["match"]
+    assert m["rubbers_won"] == [1, 0] and m["game_points"] == [0, 0]
+    state = deal({"jj_scoresheet": "single_column"}, **STRONG_DEAL)
+    set_match(state, rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [0, 0] and r["below"][0] == table(state)["last_deal"]["trick_points"][0] + 50 + 100 + 300
+
 
 def test_JJ_10_1_and_10_3_last_deal_names_the_game_and_the_rubber_it_decided():
     """JJ-10.1 / JJ-10.3: the last scored deal's breakdown (``table.last_deal``, docs/games/

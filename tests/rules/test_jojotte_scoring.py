@@ -60,6 +60,13 @@ def test_JJ_9_4_doubled_winner_enters_both_trick_points_times_two():
     assert s.below == (0, 400)
 
 
+def test_JJ_9_1_doubled_melds_and_jojotte_are_entered_once_never_multiplied():
+    """JJ-9.1 with JJ-9.4 (JJ-9.9 table): redoubled, the winner's melds and jo-jotte are entered
+    as they are; only the trick points are x 4."""
+    s = score(mult=4, melds=(20, 100), jj=(0, 20), tp=(30, 70))
+    assert s.outcome == "declarer_more" and s.below == (20, 100 + 20 + 100 * 4)
+
+
 def test_JJ_9_4_doubled_tie_pot_is_multiplied():
     s = score(mult=2, tp=(50, 50))
     assert s.pot == 200 and s.below == (0, 0)
@@ -71,6 +78,14 @@ def test_JJ_9_5_pot_goes_to_the_comparison_winner_of_the_next_decided_deal():
     s = score(tp=(10, 90), melds=(100, 0), pot=70)  # defender 110 > declarer 90
     assert s.outcome == "defender_more" and s.pot_to == 0
     assert s.below[0] == 100 + 0 + 70 and s.pot == 0
+
+
+def test_JJ_9_5_a_doubled_deal_settles_the_pot_too_as_frozen():
+    """JJ-9.5, JJ-9.9 ("as frozen"): the winner of a doubled deal's comparison enters the pending
+    pot unmultiplied on top of his doubled trick points."""
+    s = score(mult=2, tp=(70, 30), pot=70)
+    assert s.outcome == "defender_more" and s.pot_to == 0
+    assert s.below == (100 * 2 + 70, 0) and s.pot == 0
 
 
 def test_JJ_9_5_without_a_pending_pot_nobody_enters_one():
@@ -187,6 +202,13 @@ def test_option_multiplier_scope_all_multiplies_a_lost_slams_premiums_to_the_opp
     c = cfg(jj_multiplier_scope="all")
     s = score(c, kind=SLAM, mult=4, tp=(150, 0), tricks=(9, 0), best=(30, 30, 0, 0))
     assert s.above == ((500 + 100) * 4, 0)
+
+
+def test_option_multiplier_scope_all_multiplies_an_unbid_slam_in_a_normal_contract():
+    """JJ-A13 (scope all) with JJ-9.8: a doubled normal contract's unbid slam is 100 x 2 above;
+    under the default scope it stays 100."""
+    assert score(cfg(jj_multiplier_scope="all"), mult=2, tp=(0, 150), tricks=(0, 9)).above == (0, 200)
+    assert score(mult=2, tp=(0, 150), tricks=(0, 9)).above == (0, 100)
 
 
 def test_option_failed_slam_none():

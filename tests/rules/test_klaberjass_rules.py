@@ -432,6 +432,18 @@ def test_kl_5_5_a21_the_loser_reveals_only_what_his_statements_name():
     assert out.revealed_mask == (mask("KH QH JH TH"), mask("AS KS QS JS"))
 
 
+def test_kl_5_5_a21_a_beaten_value_and_a_lower_top_name_no_card_of_the_loser():
+    """KL-5.5 steps 2-3, KL-A21: a value beaten by ``not_good`` names no card of the loser's run
+    (the elder's 20 against the dealer's 50), and a dealer who answers ``lower`` names none of his
+    (his KS-JS under the elder's AH-QH); only the winner's scored run is revealed."""
+    out = resolve([mask("AH KH QH 9S 7S 8D 7D 8C 7C"), mask("AS KS QS JS 9D JD TC 9C TH")], 0, 3)
+    assert out.winner == 1
+    assert out.revealed_mask == (0, mask("AS KS QS JS"))
+    out = resolve([mask("AH KH QH 9S 7S 8D 7D 8C 7C"), mask("KS QS JS 8S 9D JD TC 9C AD")], 0, 3)
+    assert out.winner == 0 and [e["say"] for e in dialogue(out)[2:4]] == ["top", "lower"]
+    assert out.revealed_mask == (mask("AH KH QH"), 0)
+
+
 def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
     """KL-5.5 steps 3-4: QS-TS against QD-TD, hearts trump: ``same QD`` names the dealer's three
     cards although nobody scores (KL-5.6)."""
@@ -898,6 +910,22 @@ def test_kl_a17_trick_points_scope_keeps_bonuses_on_equal_totals():
     assert expected_entries(r, trick_scope=False) == [0, 81]
 
 
+def test_kl_a17_trick_points_scope_the_engine_keeps_the_makers_melds_on_equal_totals():
+    """KL-9.3 with KL-A17 on a played deal: seat 1 names spades in round 2 and scores a 20
+    sequence (KS-QS-JS); totals 52 (elder's cards) against 32 + 20, equal. Under
+    ``kl_score_scope = trick_points`` the maker keeps his 20, by default he enters nothing."""
+    deck = ("KH AC 8H QD 7H TS 8S 7D QH 9C 9H JC TD AD AH JH TH KC QC KS KD 7C 9D 8C JS 7S TC AS "
+            "JD 8D 9S QS").split()
+    plays = "7H KH 7D QD TS 8S 9C AC KC JC AD 9H 8H TH QC QH AH JH".split()
+    for scope, scored in (("trick_points", [52, 20]), ("deal_total", [52, 0])):
+        state = GAME.new_state({"kl_score_scope": scope}, first_dealer=1)
+        state.deal(deck)
+        play_out(state, ["pass", "pass", "pass", "name:S", "keep", "keep"] + [f"play:{c}" for c in plays])
+        r = state.deal_results()[0]
+        assert (r["maker"], r["melds"], r["card_points"], r["bonuses"]) == (1, [0, 20], [52, 32], [0, 0])
+        assert state.deal_details()[0]["outcome"] == "equal" and r["scored"] == scored
+
+
 # ---- section 10: end of the game --------------------------------------------------------------
 
 def test_kl_10_1_target_reached_wins():
@@ -911,6 +939,17 @@ def with_totals(options, totals):
     state = GAME.new_state(options, first_dealer=0)
     state._totals = list(totals)
     return state
+
+
+def test_kl_10_1_one_player_landing_exactly_on_the_target_wins():
+    """KL-10.1, KL-10.2: "reaches" includes landing on the target exactly, for either seat alone:
+    seat 0 ends the sample deal on 156 with the target 156; seat 1 stands on 300 of 300."""
+    state = sample_deal({"kl_target_score": 156})
+    assert state.result() == {"totals": [156, 0], "winners": [0], "over": True}
+    state = with_totals({"kl_target_score": 300}, [0, 300])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)
+    assert state.result() == {"totals": [156, 300], "winners": [1], "over": True}
 
 
 def test_kl_10_2_both_reach_higher_total_wins():
