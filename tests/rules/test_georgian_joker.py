@@ -277,6 +277,18 @@ def test_high_joker_lead_naming_trump_wins_even_with_option_gj_6_6():
     assert state.public_view()["last_trick"]["winner"] == 0
 
 
+def test_high_joker_lead_leaves_the_followers_joker_legal_gj_5_3_gj_5_4():
+    """GJ-5.4 step 2: after a maghali naming S, a spade holder may give its single highest
+    spade *plus the jokers of its hand* (GJ-5.3 step 1: a joker is always legal, either mode)."""
+    hands = ["X1 AH QH", "X2 KS 7S", "QS JH TH", "9S 8H 7H"]
+    state = state_at_deal(3, {}, first_dealer=1)  # deal 3: dealer 3, forehand 0, n = 3
+    state.deal(deck_for(dict(enumerate(hands)), 3, "TD"))
+    play_all(state, "bid:0 bid:0 bid:0 bid:0 play:X1:high:S")
+    assert state.legal_actions() == ["play:KS", "play:X2:high", "play:X2:low"]
+    assert R.follow_mask(1 << card_id("KS") | 1 << card_id("7S") | 1 << card_id("X2"), 0,
+                         R.HIGH_JOKER_LEAD, _SUIT["D"]) == 1 << card_id("KS") | 1 << card_id("X2")
+
+
 def test_low_joker_lead_any_card_of_named_suit_gj_5_5_gj_6_3():
     state = nines_deal(LEAD_HANDS, "H")
     state.apply("play:X1:low:S")
