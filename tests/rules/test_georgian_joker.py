@@ -321,6 +321,16 @@ def test_joker_follow_always_legal_in_both_modes_gj_5_3_gj_5_7():
     assert state.deal_results()[-1]["taken"] == [2, 0, 0, 0]
 
 
+def test_a_follower_bound_to_trump_may_give_its_joker_instead_gj_5_3():
+    """GJ-5.3 step 3: without a card of the led suit, the legal cards are exactly the trumps of
+    the hand *plus the jokers* (step 1: a joker is always legal, in either mode)."""
+    hands = ["AS KS", "X2 9H", "QS JS", "TS 8S"]
+    state = state_at_deal(2, {}, first_dealer=2)  # deal 2: dealer 3, forehand 0, n = 2
+    state.deal(deck_for(dict(enumerate(hands)), 3, "AH"))  # trump H
+    play_all(state, "bid:0 bid:0 bid:0 bid:0 AS")
+    assert state.legal_actions() == ["play:9H", "play:X2:high", "play:X2:low"]
+
+
 def test_a_hand_holding_all_nine_cards_of_a_suit_gj_5_1_gj_5_3():
     """GJ-1.1: hearts and diamonds have nine cards each, and a nine-card deal may give one
     player all nine: leading, every heart is legal (GJ-5.1); holding all nine diamonds and
@@ -848,3 +858,25 @@ def test_gj_0_2_card_codes_jokers_X1_X2_and_NT():
     assert "trump:NT" in state.legal_actions()
     state.apply("trump:NT")
     assert state.public_view()["table"]["trump"] == "NT"
+
+
+@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+def test_the_states_follower_legal_cards_are_rules_follow_mask_gj_5_3_to_gj_5_5(options):
+    """The state computes a follower's legal cards on its own fast path; rules.follow_mask
+    (which the vector files check) states GJ-5.3 .. GJ-5.5 and must give the same cards at
+    every follower decision of whole random matches."""
+    from engine_service.rules.games.georgian_joker.state import PLAYING
+    checked = []
+
+    def check(state):
+        if state.to_act() >= 0 and state.phase == PLAYING and state.nplayed:
+            hand = state.hands[state.cur]
+            legal = 0
+            for a in state.legal_ids():
+                legal |= 1 << A.ACTION_CARD[a]
+            assert legal == R.follow_mask(hand, state.demand, state.lead_kind, state.trump)
+            checked.append(state.lead_kind)
+
+    for seed in range(3):
+        random_match(GAME, seed, options, on_step=check)
+    assert set(checked) == {R.NORMAL_LEAD, R.HIGH_JOKER_LEAD, R.LOW_JOKER_LEAD}
