@@ -502,6 +502,15 @@ def test_operational_options_accept_their_range_gj_12():
         GAME.new_state({}, first_dealer=4)
 
 
+def test_the_first_dealer_is_one_of_the_four_seats_gj_2_1_gj_2_2():
+    """The first dealer is a seat 0..3 (GJ-2.1, GJ-2.2), as in the other games: not a bool
+    (True == 1 for Python), nor a string, nor a seat outside the table."""
+    for bad in (4, -1, True, False, "1", 1.0):
+        with pytest.raises(InvalidOptions) as info:
+            GAME.new_state({}, first_dealer=bad)
+        assert info.value.message == f"first_dealer must be a seat 0..3, got {bad!r}"
+
+
 def test_new_state_without_a_first_dealer_is_dealt_by_seat_0_gj_2_2():
     """Game.new_state's contract (``first_dealer=0``): the session draws the first dealer
     (GJ-2.2) and passes it in; a state made without one is dealt by seat 0 (forehand 1)."""
