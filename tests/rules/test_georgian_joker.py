@@ -277,6 +277,18 @@ def test_high_joker_lead_naming_trump_wins_even_with_option_gj_6_6():
     assert state.public_view()["last_trick"]["winner"] == 0
 
 
+def test_high_joker_lead_leaves_the_followers_joker_legal_gj_5_3_gj_5_4():
+    """GJ-5.4 step 2: after a maghali naming S, a spade holder may give its single highest
+    spade *plus the jokers of its hand* (GJ-5.3 step 1: a joker is always legal, either mode)."""
+    hands = ["X1 AH QH", "X2 KS 7S", "QS JH TH", "9S 8H 7H"]
+    state = state_at_deal(3, {}, first_dealer=1)  # deal 3: dealer 3, forehand 0, n = 3
+    state.deal(deck_for(dict(enumerate(hands)), 3, "TD"))
+    play_all(state, "bid:0 bid:0 bid:0 bid:0 play:X1:high:S")
+    assert state.legal_actions() == ["play:KS", "play:X2:high", "play:X2:low"]
+    assert R.follow_mask(1 << card_id("KS") | 1 << card_id("7S") | 1 << card_id("X2"), 0,
+                         R.HIGH_JOKER_LEAD, _SUIT["D"]) == 1 << card_id("KS") | 1 << card_id("X2")
+
+
 def test_low_joker_lead_any_card_of_named_suit_gj_5_5_gj_6_3():
     state = nines_deal(LEAD_HANDS, "H")
     state.apply("play:X1:low:S")
@@ -307,6 +319,16 @@ def test_joker_follow_always_legal_in_both_modes_gj_5_3_gj_5_7():
     assert state.public_view()["last_trick"]["winner"] == 0  # a low joker is ignored (GJ-6.2)
     play_all(state, "KS QS TS 8S")
     assert state.deal_results()[-1]["taken"] == [2, 0, 0, 0]
+
+
+def test_a_follower_bound_to_trump_may_give_its_joker_instead_gj_5_3():
+    """GJ-5.3 step 3: without a card of the led suit, the legal cards are exactly the trumps of
+    the hand *plus the jokers* (step 1: a joker is always legal, in either mode)."""
+    hands = ["AS KS", "X2 9H", "QS JS", "TS 8S"]
+    state = state_at_deal(2, {}, first_dealer=2)  # deal 2: dealer 3, forehand 0, n = 2
+    state.deal(deck_for(dict(enumerate(hands)), 3, "AH"))  # trump H
+    play_all(state, "bid:0 bid:0 bid:0 bid:0 AS")
+    assert state.legal_actions() == ["play:9H", "play:X2:high", "play:X2:low"]
 
 
 def test_a_hand_holding_all_nine_cards_of_a_suit_gj_5_1_gj_5_3():
@@ -478,6 +500,15 @@ def test_operational_options_accept_their_range_gj_12():
         assert GAME.options({"reconnect_grace_s": g})["reconnect_grace_s"] == g
     with pytest.raises(InvalidOptions):
         GAME.new_state({}, first_dealer=4)
+
+
+def test_the_first_dealer_is_one_of_the_four_seats_gj_2_1_gj_2_2():
+    """The first dealer is a seat 0..3 (GJ-2.1, GJ-2.2), as in the other games: not a bool
+    (True == 1 for Python), nor a string, nor a seat outside the table."""
+    for bad in (4, -1, True, False, "1", 1.0):
+        with pytest.raises(InvalidOptions) as info:
+            GAME.new_state({}, first_dealer=bad)
+        assert info.value.message == f"first_dealer must be a seat 0..3, got {bad!r}"
 
 
 def test_new_state_without_a_first_dealer_is_dealt_by_seat_0_gj_2_2():
@@ -836,3 +867,25 @@ def test_gj_0_2_card_codes_jokers_X1_X2_and_NT():
     assert "trump:NT" in state.legal_actions()
     state.apply("trump:NT")
     assert state.public_view()["table"]["trump"] == "NT"
+
+
+@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+def test_the_states_follower_legal_cards_are_rules_follow_mask_gj_5_3_to_gj_5_5(options):
+    """The state computes a follower's legal cards on its own fast path; rules.follow_mask
+    (which the vector files check) states GJ-5.3 .. GJ-5.5 and must give the same cards at
+    every follower decision of whole random matches."""
+    from engine_service.rules.games.georgian_joker.state import PLAYING
+    checked = []
+
+    def check(state):
+        if state.to_act() >= 0 and state.phase == PLAYING and state.nplayed:
+            hand = state.hands[state.cur]
+            legal = 0
+            for a in state.legal_ids():
+                legal |= 1 << A.ACTION_CARD[a]
+            assert legal == R.follow_mask(hand, state.demand, state.lead_kind, state.trump)
+            checked.append(state.lead_kind)
+
+    for seed in range(3):
+        random_match(GAME, seed, options, on_step=check)
+    assert set(checked) == {R.NORMAL_LEAD, R.HIGH_JOKER_LEAD, R.LOW_JOKER_LEAD}

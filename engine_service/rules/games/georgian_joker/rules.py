@@ -3,6 +3,8 @@
 These functions and tables *are* the rules: the match state (:mod:`.state`) calls them on its
 fast path, the views rebuild tricks with them, and the vector tests check them directly (a
 trick case of the vector files names hands of different sizes, which no real deal can hold).
+The one exception is :func:`follow_mask`: the state computes a follower's legal cards inline
+on its own bit fields, and a test checks it gives the same cards at every follower decision.
 Cards are ids and sets of cards are bitmasks (:mod:`engine_service.rules.cards`).
 """
 
