@@ -1,0 +1,92 @@
+"""What MatchManager's leave and lobby calls answer in cases the other tests never reached:
+the opponent of a two-player resignation wins also when a bot plays it (JJK-10.1, KL: "a
+two-player match ends and the opponent wins", docs/api.md), a seat freed in a waiting
+match is open again for everyone (no name left on it, the store and the memory agreeing, a
+``left`` presence event), and the lobby never lists a table with no seat free (docs/api.md,
+"A lobby"; card_games.proto ListOpenMatchesResponse)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from engine_service.sessions.api import CreateMatchRequest, Principal, SeatConfig, SessionError
+
+from .helpers import Stream, manager, run, until
+from .test_bots import ScriptedHost
+from .test_store_failures import FailingStart
+
+
+def test_resigning_against_a_bot_makes_the_bot_seat_the_winner():
+    """LeaveMatch in a started two-player match is a resignation: the match ends and the
+    opponent wins (docs/api.md, LeaveMatch; JJK-10.1), whoever plays the other seat: here a
+    bot. Kills the mutant of leave_match naming only non-bot seats among the winners."""
+
+    async def go():
+        async with manager(host=ScriptedHost("ok")) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(
+                game="klaberjass", seats=(SeatConfig("open"), SeatConfig("bot", "scripted"))))
+            token = (await mgr.join_match(s.match_id, 0, "a")).token
+            return await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, token), resign=True)
+
+    ended = run(go())
+    assert ended.status == "finished"
+    assert ended.result["outcome"] == "resigned" and ended.result["winners"] == [1]
+
+
+def test_a_seat_freed_in_a_waiting_match_is_open_again_for_everyone():
+    """Leaving a waiting match frees the seat (docs/api.md: "the seat becomes free again"):
+    its summary shows an open seat with no player name (not the name of who left), the
+    memory holds the seat as the store does (no client join id kept), and the table gets
+    the ``left`` presence event (docs/api.md, PRESENCE ``change``). Kills the mutants of
+    leave_match keeping the player name, keeping the join hash in memory, and sending no
+    presence event."""
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            token = (await mgr.join_match(s.match_id, 1, "leaver", str(uuid.uuid4()))).token
+            left = await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, token), resign=False)
+            await until(lambda: any(e.kind == "presence" and e.details["change"] == "left" for e in spectator.events))
+            got = await mgr.get_match(s.match_id)
+            memory = mgr._matches[s.match_id].seats[1].record()
+            stored = (await mgr._store.load_match(s.match_id)).record.seats[1]
+            await spectator.close()
+            return left, got, memory, stored, spectator.events
+
+    left, got, memory, stored, events = run(go())
+    for summary in (left, got):
+        assert summary.status == "waiting"
+        assert (summary.seats[1].taken, summary.seats[1].player_name) == (False, "")
+    assert memory == stored and (memory.token_hash, memory.join_hash, memory.player_name) == ("", "", "")
+    presence = [(e.details["change"], e.seat) for e in events if e.kind == "presence"]
+    assert presence == [("joined", 1), ("left", 1)]
+
+
+def test_the_lobby_lists_no_table_whose_seats_are_all_taken():
+    """A listed table whose last seat is taken but whose start is in doubt (the store write
+    failed and could not be read back: FailingStart) still waits, with no seat free: the
+    lobby lists only tables "with at least one open seat" (docs/api.md, "A lobby";
+    ListOpenMatchesResponse), so it is not listed. Kills the mutant of open_matches_page
+    dropping the open-seat check."""
+
+    async def go():
+        store = FailingStart()
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t"))
+            await mgr.join_match(s.match_id, 0, "a")
+            before = [x.match_id for x in mgr.list_open_matches()]
+            store.fail, store.unreadable = True, 1
+            with pytest.raises(SessionError):
+                await mgr.join_match(s.match_id, 1, "b")
+            m = mgr._matches[s.match_id]
+            stalled = (m.status, [slot.taken for slot in m.seats])
+            return s.match_id, before, stalled, [x.match_id for x in mgr.list_open_matches()]
+
+    match_id, before, stalled, after = run(go())
+    assert before == [match_id]
+    assert stalled == ("waiting", [True, True])
+    assert after == []
