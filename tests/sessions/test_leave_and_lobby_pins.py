@@ -3,15 +3,19 @@ the opponent of a two-player resignation wins also when a bot plays it (JJK-10.1
 two-player match ends and the opponent wins", docs/api.md), a seat freed in a waiting
 match is open again for everyone (no name left on it, the store and the memory agreeing, a
 ``left`` presence event), and the lobby never lists a table with no seat free (docs/api.md,
-"A lobby"; card_games.proto ListOpenMatchesResponse)."""
+"A lobby"; card_games.proto ListOpenMatchesResponse), and the admin's listing filtered by
+status or game lists only what matches the filter as the match stands (docs/api.md,
+"Paging"; admin.proto ListMatchesRequest)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
 
 from engine_service.sessions.api import CreateMatchRequest, Principal, SeatConfig, SessionError
+from engine_service.store import MemoryStore
 
 from .helpers import Stream, manager, run, until
 from .test_bots import ScriptedHost
@@ -90,3 +94,59 @@ def test_the_lobby_lists_no_table_whose_seats_are_all_taken():
     assert before == [match_id]
     assert stalled == ("waiting", [True, True])
     assert after == []
+
+
+class GatedList(MemoryStore):
+    """A store whose list_matches, once its rows are read, waits for ``gate`` (a match then
+    changes while its row is on the way)."""
+
+    gate: asyncio.Event | None = None
+    reading: asyncio.Event | None = None
+
+    async def list_matches(self, *args, **kwargs):
+        rows = await super().list_matches(*args, **kwargs)
+        if self.gate is not None:
+            self.reading.set()
+            await self.gate.wait()
+        return rows
+
+
+def test_a_status_listing_leaves_out_a_match_that_left_the_status_while_the_store_was_read():
+    """ListMatches(status): "a match that left the status before its page was read is not
+    listed" (docs/api.md, "Paging"; admin.proto ListMatchesRequest.page_token). The store
+    read the match waiting; its last seat was taken (it started) before the answer: the
+    waiting page does not list it, the unfiltered listing lists it as it stands (active).
+    Kills the mutant of matches_page dropping the status check of the summaries."""
+    store = GatedList()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            await mgr.join_match(s.match_id, 0, "a")
+            store.gate, store.reading = asyncio.Event(), asyncio.Event()
+            page = asyncio.ensure_future(mgr.matches_page(status="waiting"))
+            await store.reading.wait()
+            await mgr.join_match(s.match_id, 1, "b")
+            store.gate.set()
+            waiting = await page
+            store.gate = None
+            return waiting, await mgr.matches_page()
+
+    waiting, every = run(go())
+    assert waiting.matches == [] and waiting.next_page_token == ""
+    assert [m.status for m in every.matches] == ["active"]
+
+
+def test_the_admin_listing_filtered_by_game_lists_that_game_only():
+    """MatchManager.list_matches (the first page of ListMatches) passes its ``game`` filter
+    on (admin.proto ListMatchesRequest.game: "Only matches of this game id"). Kills the
+    mutant of list_matches dropping it."""
+
+    async def go():
+        async with manager() as mgr:
+            kl = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            return kl.match_id, await mgr.list_matches(game="klaberjass")
+
+    match_id, listed = run(go())
+    assert [(m.match_id, m.game) for m in listed] == [(match_id, "klaberjass")]
