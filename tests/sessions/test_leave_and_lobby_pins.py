@@ -150,3 +150,26 @@ def test_the_admin_listing_filtered_by_game_lists_that_game_only():
 
     match_id, listed = run(go())
     assert [(m.match_id, m.game) for m in listed] == [(match_id, "klaberjass")]
+
+
+def test_a_token_the_operator_replaced_is_unknown_from_then_on():
+    """ReissueSeatToken: "later calls with it get MISSING_OR_BAD_TOKEN" (docs/api.md, Errors,
+    TOKEN_REVOKED; admin.proto: "later calls with it fail UNAUTHENTICATED"): the old token
+    is forgotten, not kept as a seat's token that every call then refuses as revoked; the new
+    one opens the seat. Kills the mutant of MatchManager._replace_token keeping the old
+    token's hash."""
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            old = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in (0, 1)]
+            result, summary = await mgr.reissue_seat_token(s.match_id, 1)
+            with pytest.raises(SessionError) as refused:
+                mgr.authenticate(s.match_id, old[1])
+            view = await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, result.token))
+            other = await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, old[0]))
+            return result, refused.value, view.seat, other.seat
+
+    result, refused, seat, other = run(go())
+    assert (result.seat, refused.code, refused.reason) == (1, "UNAUTHENTICATED", "MISSING_OR_BAD_TOKEN")
+    assert (seat, other) == (1, 0)
