@@ -17,7 +17,7 @@ import pytest
 from engine_service.sessions.api import CreateMatchRequest, Principal, SeatConfig, SessionError
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, manager, run, until
+from .helpers import Stream, capture_logs_with_context, manager, run, until
 from .test_bots import ScriptedHost
 from .test_store_failures import FailingStart
 
@@ -173,3 +173,23 @@ def test_a_token_the_operator_replaced_is_unknown_from_then_on():
     result, refused, seat, other = run(go())
     assert (result.seat, refused.code, refused.reason) == (1, "UNAUTHENTICATED", "MISSING_OR_BAD_TOKEN")
     assert (seat, other) == (1, 0)
+
+
+def test_a_reissued_token_is_logged_by_seat_never_the_token():
+    """docs/operations.md (events): ``seat_token_reissued`` (info; ``match_id``, ``seat``)
+    records the operator's new token; tokens are never logged. Kills the mutant of
+    reissue_seat_token dropping the line."""
+
+    async def go():
+        with capture_logs_with_context() as logs:
+            async with manager() as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                for seat in (0, 1):
+                    await mgr.join_match(s.match_id, seat, f"p{seat}")
+                result, _ = await mgr.reissue_seat_token(s.match_id, 0)
+        return s.match_id, result.token, logs
+
+    match_id, token, logs = run(go())
+    lines = [e for e in logs if e["event"] == "seat_token_reissued"]
+    assert [(e["log_level"], e["match_id"], e["seat"]) for e in lines] == [("info", match_id, 0)]
+    assert token not in repr(logs)
