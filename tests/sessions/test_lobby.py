@@ -150,12 +150,23 @@ def test_nothing_private_is_shown_before_the_start_and_nobody_is_to_act():
     assert started["hand"] == hands[0] and started["to_act"] is not None
 
 
-def test_a_table_whose_creation_is_written_last_comes_on_a_later_page():
+@pytest.mark.parametrize("first_id", ["0" * 16, "9" * 16])
+def test_a_table_whose_creation_is_written_last_comes_on_a_later_page(first_id, monkeypatch):
     """A creation's time is taken before its store write, and writes may return in any order
     (a PostgreSQL pool): a table created first and written last joined the lobby behind the
     cursor of a page read meanwhile, and paging on never listed it. It comes on a later page
-    (docs/api.md, Paging: "it is the newest"); every table is listed once."""
+    (docs/api.md, Paging: "it is the newest"); every table is listed once. It comes after
+    the newest table whatever the ids (``first_id``: the table written last has the lowest
+    or the highest id): placed at the newest table's time, not just after it, it came before
+    that table when its id sorted first (the mutant of MatchManager._lobby_key without
+    math.nextafter)."""
     import asyncio
+    import itertools
+
+    from engine_service.sessions import manager as manager_module
+
+    ids = itertools.chain([first_id], (f"{'5' * 15}{i}" for i in range(10)))
+    monkeypatch.setattr(manager_module, "new_match_id", lambda: next(ids))
 
     from engine_service.store.memory import MemoryStore
 
