@@ -4,7 +4,6 @@ RetryPolicy, errors, Client's calls, the match and seat helpers) found no test t
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 
 import grpc
@@ -175,30 +174,6 @@ def test_a_retry_policy_wait_of_true_or_false_is_refused(name):
     for flag in (True, False):
         with pytest.raises(ValueError, match=rf"^RetryPolicy\.{name} must be a number of seconds"):
             cg.RetryPolicy(**{name: flag})
-
-
-def test_wait_ready_gives_the_channel_the_time_given(monkeypatch):
-    """``wait_ready(timeout_s)`` waits that long for the channel (Unavailable after it), not
-    the default 10 s."""
-    waits = []
-
-    async def no_connection(awaitable, timeout):
-        waits.append(timeout)
-        awaitable.close()
-        raise asyncio.TimeoutError
-
-    async def scenario():
-        client = cg.connect("127.0.0.1:9")
-        try:
-            monkeypatch.setattr(cg.asyncio, "wait_for", no_connection)
-            with pytest.raises(cg.Unavailable, match="no connection within 0.25 s"):
-                await client.wait_ready(0.25)
-            monkeypatch.undo()
-        finally:
-            await client.close()
-
-    run(scenario(), timeout_s=30)
-    assert waits == [0.25]
 
 
 def test_every_call_carries_the_clients_timeout():

@@ -257,9 +257,11 @@ def test_wait_ready_returns_once_connected_and_is_unavailable_after_its_timeout(
 
 
 
-def test_wait_ready_waits_ten_seconds_unless_told(monkeypatch):
+@pytest.mark.parametrize("given, waited", [((), 10.0), ((0.25,), 0.25)])
+def test_wait_ready_waits_ten_seconds_unless_told(monkeypatch, given, waited):
     """``wait_ready()`` without a timeout gives the channel 10 s, the calls' own default
-    (``Client.timeout_s``), and says so when it runs out."""
+    (``Client.timeout_s``), ``wait_ready(timeout_s)`` that long, and it says so when the
+    time runs out (Unavailable)."""
     waits = []
 
     async def no_connection(awaitable, timeout):
@@ -271,12 +273,12 @@ def test_wait_ready_waits_ten_seconds_unless_told(monkeypatch):
         async with cg.connect("127.0.0.1:9") as client:
             monkeypatch.setattr(cg.asyncio, "wait_for", no_connection)
             with pytest.raises(cg.Unavailable) as caught:
-                await client.wait_ready()
+                await client.wait_ready(*given)
             monkeypatch.undo()
         return caught.value
 
     error = run(scenario())
-    assert waits == [10.0] and str(error) == "UNAVAILABLE: no connection within 10 s"
+    assert waits == [waited] and str(error) == f"UNAVAILABLE: no connection within {waited:g} s"
 
 
 def test_a_client_closes_its_channel_when_closed_or_its_block_ends():
