@@ -171,8 +171,6 @@ def seat_configs(game: Any, seats: Sequence[SeatConfig], host: BotHostLike | Non
 
 def check_bot(bot: str, game_id: str, host: BotHostLike | None) -> None:
     """``bot`` is installed and plays ``game_id`` (a bot seat, a match's takeover bot)."""
-    if not bot:
-        raise BadRequest("a bot needs a name", reason="UNKNOWN_BOT", bot=bot)
     if host is None or not host.plays(bot, game_id):
         known = sorted(b.name for b in _installed(host) if game_id in b.games)
         raise BadRequest(f"no bot {bot!r} plays {game_id}; available: {', '.join(known) or 'none'}",
