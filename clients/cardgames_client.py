@@ -886,6 +886,17 @@ def refuse_with_match(parser: argparse.ArgumentParser, args: argparse.Namespace,
                      "joins one whose table is set: give one or the other")
 
 
+def bot_names_arg(text: str) -> str:
+    """argparse ``type`` of the bots of a new match's other seats, comma-separated
+    (``clients.play --bots``, ``clients.remote_bot --opponents``). Left blank it is the
+    command's default; a blank name among them (``heuristic,,search``, ``,``) is a usage error:
+    it was dropped without a word, so the names left filled other seats than the ones written
+    (or ``,`` meant random bots)."""
+    if text.strip() and not all(name.strip() for name in text.split(",")):
+        raise argparse.ArgumentTypeError(f"a blank bot name in {text!r}: give names separated by single commas")
+    return text
+
+
 def int32_arg(text: str) -> int:
     """argparse ``type`` of a seat number (``--seat``, ``SEAT``): a whole number the API's
     int32 field holds; which seats a match has, the server or the command says. A larger one

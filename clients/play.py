@@ -66,7 +66,7 @@ from rich.text import Text
 
 from . import render, terminal_text
 from .cardgames_client import (RESUMED, CardGamesError, Client, FileArgument, SeatSession, StreamState,
-                               TableOptionAction, ca_file_arg, command_parser, connect, header_safe, int32_arg,
+                               TableOptionAction, bot_names_arg, ca_file_arg, command_parser, connect, header_safe, int32_arg,
                                is_finished, is_my_turn, option_value, python_value, refuse_with_match, target_arg,
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
     # the flags of a new match's table default to None (not given), so that main can refuse
     # them with --match (NEW_TABLE_FLAGS)
-    p.add_argument("--bots",
+    p.add_argument("--bots", type=bot_names_arg,
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
     p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "

@@ -58,7 +58,7 @@ from engine_service.rules.options import BOOL, INT
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               DAY_S, bot_names_arg, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
                                TableOptionAction, refuse_with_match, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
@@ -443,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--game", help="game of a new match")
     # a new match's flags default to None (not given), so that main can refuse them with
     # --match (NEW_TABLE_FLAGS)
-    p.add_argument("--opponents", help="bots in the other seats of a new match, in seat order, "
+    p.add_argument("--opponents", type=bot_names_arg, help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")
     p.add_argument("--option", action=TableOptionAction, metavar="NAME=VALUE", help="table option of a new match")
     p.add_argument("--turn-time", type=turn_time_arg, help="per-decision timer of a new match")

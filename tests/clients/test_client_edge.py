@@ -512,6 +512,28 @@ def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
             "kl_target_score=300", "kl_last_trick=true"]
 
 
+@pytest.mark.parametrize("module, flag, base", [
+    ("clients.play", "--bots", ["--game", "georgian_joker"]),
+    ("clients.remote_bot", "--opponents", ["--bot", "random", "--game", "georgian_joker"]),
+])
+def test_a_blank_bot_name_among_the_bots_is_a_usage_error(module, flag, base, monkeypatch, capsys):
+    """``--bots heuristic,,search`` dropped the blank name without a word, so that Georgian
+    Joker's three other seats were refused as two bots, and ``--bots ,`` (``--opponents ,``)
+    meant random bots: a usage error naming the flag, before any engine. Left blank, the flag
+    is the command's default, and names around commas keep their spaces trimmed."""
+    main = _without_an_engine(module, monkeypatch)
+    for given in ("heuristic,,search", ",", "heuristic, ,search", "heuristic,search,"):
+        with pytest.raises(SystemExit) as info:
+            main.main([*base, flag, given])
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert info.value.code == 2 and err == (
+            f"python -m {module}: error: argument {flag}: a blank bot name in {given!r}: give names "
+            "separated by single commas"), err
+    parser = main.build_parser()
+    for given in ("", "  ", "heuristic, search ,random"):
+        assert getattr(parser.parse_args([*base, flag, given]), flag[2:]) == given
+
+
 @pytest.mark.parametrize("module,base,abbreviated,spelt_out", [
     ("clients.play", ["--list"], ["--targ", "127.0.0.1:1"], ["--target", "127.0.0.1:1"]),
     ("clients.play", ["--match", "M"], ["--token", "seat.token"], ["--token-file", "seat.token"]),
