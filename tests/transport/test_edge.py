@@ -963,14 +963,17 @@ async def test_health_list_answers_every_service_and_says_not_serving_once_drain
     """grpc.health.v1.Health/List, which reflection describes (grpc's health.proto has it),
     answers every service's status: the servicer did not implement it, and a caller got
     UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>: Method not implemented!"."""
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
     service = ScriptedService()
     async with running(service, drain=False) as srv:
         hc = health_pb2_grpc.HealthStub(srv.channel)
         serving = await hc.List(health_pb2.HealthListRequest())
         await srv.server.health.enter_graceful_shutdown()  # the drain's first step
         draining = await hc.List(health_pb2.HealthListRequest())
+        # docs/api.md, Connecting (health): Check says NOT_SERVING too while the server drains
+        checked = [(await hc.Check(health_pb2.HealthCheckRequest(service=name))).status for name in names]
         await srv.server.drain(grace_s=1)
-    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    assert checked == [health_pb2.HealthCheckResponse.NOT_SERVING] * len(names)
     for listed, status in ((serving, health_pb2.HealthCheckResponse.SERVING),
                            (draining, health_pb2.HealthCheckResponse.NOT_SERVING)):
         assert {k: v.status for k, v in listed.statuses.items()} == dict.fromkeys(names, status)
