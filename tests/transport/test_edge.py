@@ -1114,11 +1114,17 @@ async def test_reflection_describes_the_api_with_its_comments():
         requests = [reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.SubmitActionRequest"),
                     reflection_pb2.ServerReflectionRequest(file_by_filename="cardgames/v1/match.proto")]
         answers = [a async for a in refl.ServerReflectionInfo(iter(requests))]
-    files = {}
+    files, answered = {}, []
     for answer in answers:
         for raw in answer.file_descriptor_response.file_descriptor_proto:
             f = descriptor_pb2.FileDescriptorProto.FromString(raw)
             files[f.name] = f
+            answered.append(f)
+    # every API file with its comments, the dependencies sent with the one asked for too
+    # (server.py, CommentedReflectionServicer: they replace the pool's copies in every answer)
+    ours = [f for f in answered if f.name.startswith("cardgames/")]
+    assert {f.name for f in ours} >= {"cardgames/v1/card_games.proto", "cardgames/v1/cards.proto"}
+    assert all(f.source_code_info.location for f in ours), [f.name for f in ours]
     api_file = files["cardgames/v1/card_games.proto"]
     message = [m.name for m in api_file.message_type].index("SubmitActionRequest")
     field = [f.name for f in api_file.message_type[message].field].index("expected_seq")
