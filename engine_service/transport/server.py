@@ -281,9 +281,10 @@ def bind_error(host: str, port: int) -> OSError | None:
     return first
 
 
-def _encoded_or(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
-    if serializer is None:
-        return None
+def _encoded_or(serializer: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """``serializer``, except that wire bytes are sent as they are. Every handler a generated
+    ``add_..._to_server`` makes has a response serializer (grpc's None, for a handler that
+    answers bytes itself, does not arise)."""
 
     def serialize(message: Any) -> bytes:
         return message if type(message) is bytes else serializer(message)
