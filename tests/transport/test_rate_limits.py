@@ -384,6 +384,12 @@ async def test_a_peer_limit_is_declared_for_the_api_alone_and_logged_at_start():
     (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
     assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
         "off", "5/s burst 6", ["10.0.0.0/8"])
+    with structlog.testing.capture_logs() as logs:  # and a seat limit alone, its own figures
+        async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=2, burst=3))):
+            pass
+    (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+    assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
+        "2/s burst 3", "off", [])
 
     def sample(method: str) -> float | None:
         return metrics.registry.get_sample_value("cardgames_rate_limited_total",
