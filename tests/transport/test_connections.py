@@ -417,7 +417,9 @@ def test_the_max_connection_idle_is_a_channel_argument_only_when_set():
 def test_the_servers_own_limits_are_the_engines_documented_defaults():
     """A GrpcServer built without limits (the tests' harness, an embedding) has the limits
     serve has by default (docs/operations.md, Configuration: the defaults column), the
-    request headers' 16 KiB included (Connections and file descriptors)."""
+    request headers' 16 KiB included (Connections and file descriptors), and its drain the
+    default --drain-grace-s."""
+    import inspect
     from dataclasses import asdict
 
     from engine_service.settings import Settings
@@ -425,6 +427,7 @@ def test_the_servers_own_limits_are_the_engines_documented_defaults():
     limits, defaults = asdict(ServerLimits()), Settings()
     assert limits.pop("max_metadata_bytes") == 16 * 1024
     assert limits == {name: getattr(defaults, name) for name in limits}
+    assert inspect.signature(GrpcServer.drain).parameters["grace_s"].default == defaults.drain_grace_s == 10
 
 
 async def _state_within(channel: grpc.aio.Channel, wanted: grpc.ChannelConnectivity,

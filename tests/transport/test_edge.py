@@ -1332,10 +1332,14 @@ async def test_a_second_drain_does_nothing():
 
     service, ports_closed = Counting(), []
     async with running(service, drain=False) as srv:
-        await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
-                               for _ in range(2)))
-        await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+        with structlog.testing.capture_logs() as logs:
+            await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+                                   for _ in range(2)))
+            await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
     assert (service.drains, service.closes, ports_closed) == (1, 1, [1])
+    # docs/operations.md, Logs: one draining line with the grace given, one stopped line
+    assert [(e["event"], e.get("grace_s")) for e in logs if e["event"] in ("draining", "stopped")] == [
+        ("draining", 1), ("stopped", None)]
 
 
 @run
