@@ -555,7 +555,3 @@ class GrpcServer:
             finally:
                 await self.service.close()
         log.info("stopped")
-
-    async def wait_for_termination(self) -> None:
-        assert self._server is not None
-        await self._server.wait_for_termination()
