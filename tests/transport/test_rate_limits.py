@@ -157,6 +157,29 @@ async def test_a_malformed_header_under_a_limit_is_still_malformed_token():
 
 
 @run
+async def test_a_fault_authenticating_a_seat_under_a_limit_is_still_internal():
+    """docs/api.md, Errors: a server fault is INTERNAL, logged with details on the server. With
+    a seat limit on, the interceptor authenticates the token first: an unexpected error there
+    (a match whose stored log no longer replays, test_edge) escaped it, and the client got
+    UNKNOWN with the exception's own message, and no rpc_internal_error line was written."""
+
+    class Failing(ScriptedService):
+        def authenticate(self, match_id, token, *, admin=False):
+            if token == SEAT_TOKEN:
+                raise RuntimeError("the stored log does not replay")
+            return super().authenticate(match_id, token, admin=admin)
+
+    async with limited(Failing(), RateLimits(seat=Rate(per_s=5, burst=5))) as srv:
+        with structlog.testing.capture_logs() as logs:
+            err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                       metadata=bearer(SEAT_TOKEN)))
+            await rpc_lines_logged(logs, 1)
+    assert (err.code, err.reason) == (grpc.StatusCode.INTERNAL, "INTERNAL")
+    assert "does not replay" not in err.message
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["rpc_internal_error"]
+
+
+@run
 async def test_watch_opens_count_and_an_open_stream_is_not_cut():
     service = ScriptedService()
     # a token every 20 s: a loaded machine's stall between the two opens still leaves the
