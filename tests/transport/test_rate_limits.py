@@ -180,6 +180,18 @@ async def test_a_fault_authenticating_a_seat_under_a_limit_is_still_internal():
 
 
 @run
+async def test_a_method_the_server_does_not_have_is_unimplemented_under_a_limit():
+    """docs/api.md, Errors (refusals from gRPC itself): a method the server does not have is
+    UNIMPLEMENTED, one of the API's services named or not; the limits' interceptor passes it
+    by (nothing to wrap)."""
+    async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=5, burst=5), peer=Rate(per_s=5, burst=5))) as srv:
+        for method in (GAMES + "NoSuchMethod", "/no.such.v1.Service/Call"):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await srv.channel.unary_unary(method)(b"", timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED, method
+
+
+@run
 async def test_watch_opens_count_and_an_open_stream_is_not_cut():
     service = ScriptedService()
     # a token every 20 s: a loaded machine's stall between the two opens still leaves the
@@ -419,6 +431,8 @@ async def test_a_peer_limit_is_declared_for_the_api_alone_and_logged_at_start():
                                                  {"method": method, "key_kind": "peer"})
 
     assert sample(GAMES + "ListGames") == 0 and sample("/cardgames.v1.AdminService/ListMatches") == 0
+    # a seat method too: without a seat token (a spectator's GetView) it is the peer's call
+    assert sample(GAMES + "GetView") == 0 and sample(GAMES + "WatchMatch") == 0
     for name in ("Check", "Watch", "List"):
         assert sample(f"/grpc.health.v1.Health/{name}") is None, name
 
