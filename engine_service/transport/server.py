@@ -422,15 +422,10 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
                     yield message
 
             return handler._replace(unary_stream=stream)
-        if handler.unary_stream is not None:  # a coroutine writing with context.write
-            writer = handler.unary_stream
-
-            async def written(request: Any, context: grpc.aio.ServicerContext) -> None:
-                await check(method, seat_method, request, context)
-                await writer(request, context)
-
-            return handler._replace(unary_stream=written)
-        return handler  # client/bidi streaming: the API has none
+        # nothing else: the API's one stream, WatchMatch, is an async generator, and it has no
+        # client or bidirectional streams (the health service's Watch, a coroutine that writes
+        # with context.write, is never limited)
+        return handler
 
     async def _check(self, method: str, seat_method: bool, request: Any,
                      context: grpc.aio.ServicerContext) -> None:
