@@ -154,6 +154,15 @@ async def test_a_malformed_header_under_a_limit_is_still_malformed_token():
         err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
                                                    metadata=(("authorization", "Bearer a b"),)))
     assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN")
+    # the peer's call indeed (docs/operations.md, Request-rate limits: a call with a bad token):
+    # it spends the peer's bucket, and the refusal, as every error, names the call's
+    # x-request-id (docs/api.md, Errors)
+    async with limited(ScriptedService(), RateLimits(peer=Rate(per_s=0.02, burst=1))) as srv:
+        malformed = (("authorization", "Bearer a b"),)
+        await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=malformed))
+        err, _ = await refusal(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                 metadata=(*malformed, ("x-request-id", "refused-1"))))
+    assert err.request_id == "refused-1"
 
 
 @run
