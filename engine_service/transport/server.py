@@ -468,8 +468,7 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
             # logged as rpc_internal_error; raised here, it reached the client as UNKNOWN with
             # the exception's own message, and no line said what had failed
             return False
-        if principal.kind != "seat":
-            return False
+        # a token, not the admin's: a seat's, or refused above (api.MatchService.authenticate)
         current_rpc().note(match_id=principal.match_id, seat=principal.seat)
         return True
 
