@@ -470,6 +470,9 @@ async def test_admin_api_disabled_without_a_token():
                 md = bearer(token) if token else None
                 err = await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=md))
                 assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ADMIN_DISABLED")
+            # the rest serves as ever (docs/operations.md, Metrics: cardgames_serving is 1 while
+            # health answers SERVING)
+            assert srv.metrics.value("cardgames_serving", {}) == 1
     assert any(e["event"] == "admin_api_disabled" and e["log_level"] == "warning" for e in logs)
 
 
