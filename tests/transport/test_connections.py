@@ -407,8 +407,27 @@ async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp
 # ---- idle connections -----------------------------------------------------------------------
 
 def test_the_max_connection_idle_is_a_channel_argument_only_when_set():
+    """docs/operations.md, Configuration: --max-connection-idle-s is 0 (off) or 1 to 86400
+    seconds; its smallest value, 1, is applied as any other."""
     assert not [k for k, _ in channel_options(ServerLimits()) if k == "grpc.max_connection_idle_ms"]
     assert ("grpc.max_connection_idle_ms", 1_500) in channel_options(ServerLimits(max_connection_idle_s=1.5))
+    assert ("grpc.max_connection_idle_ms", 1_000) in channel_options(ServerLimits(max_connection_idle_s=1.0))
+
+
+def test_the_servers_own_limits_are_the_engines_documented_defaults():
+    """A GrpcServer built without limits (the tests' harness, an embedding) has the limits
+    serve has by default (docs/operations.md, Configuration: the defaults column), the
+    request headers' 16 KiB included (Connections and file descriptors), and its drain the
+    default --drain-grace-s."""
+    import inspect
+    from dataclasses import asdict
+
+    from engine_service.settings import Settings
+
+    limits, defaults = asdict(ServerLimits()), Settings()
+    assert limits.pop("max_metadata_bytes") == 16 * 1024
+    assert limits == {name: getattr(defaults, name) for name in limits}
+    assert inspect.signature(GrpcServer.drain).parameters["grace_s"].default == defaults.drain_grace_s == 10
 
 
 async def _state_within(channel: grpc.aio.Channel, wanted: grpc.ChannelConnectivity,
@@ -503,14 +522,16 @@ async def test_request_headers_have_one_limit_and_a_larger_call_is_refused_every
     """Headers up to 16 KiB are accepted every time, larger ones refused every time with
     RESOURCE_EXHAUSTED, before the call reaches the engine; the connection serves on. With
     grpc's defaults a call with 12 KiB of headers (a proxy forwarding a browser's cookies)
-    failed one time in two and succeeded when retried."""
+    failed one time in two and succeeded when retried; just under 16 KiB, with the hard limit
+    alone set (grpc's soft one then 80 % of it), most calls failed."""
     async with running(ScriptedService()) as srv:
         async with srv.channel_for() as channel:
             games = card_games_pb2_grpc.CardGamesServiceStub(channel)
-            for _ in range(30):
-                answer = await games.ListGames(pb.ListGamesRequest(), timeout=30,
-                                               metadata=(("x-cookies", "c" * 12_000),))
-                assert [g.id for g in answer.games] == ["g"]
+            for size, calls in ((12_000, 30), (15_500, 10)):
+                for _ in range(calls):
+                    answer = await games.ListGames(pb.ListGamesRequest(), timeout=30,
+                                                   metadata=(("x-cookies", "c" * size),))
+                    assert [g.id for g in answer.games] == ["g"]
             for _ in range(5):
                 err = await expect_error(games.ListGames(pb.ListGamesRequest(), timeout=30,
                                                          metadata=(("x-cookies", "c" * 17_000),)))
@@ -519,7 +540,7 @@ async def test_request_headers_have_one_limit_and_a_larger_call_is_refused_every
             answer = await games.ListGames(pb.ListGamesRequest(), timeout=30)
             assert [g.id for g in answer.games] == ["g"]
         method = "/cardgames.v1.CardGamesService/ListGames"
-        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 31
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 41
         assert srv.metrics.value("cardgames_rpc_requests_total",
                                  {"method": method, "code": "RESOURCE_EXHAUSTED"}) == 0
 

@@ -470,6 +470,9 @@ async def test_admin_api_disabled_without_a_token():
                 md = bearer(token) if token else None
                 err = await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=md))
                 assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ADMIN_DISABLED")
+            # the rest serves as ever (docs/operations.md, Metrics: cardgames_serving is 1 while
+            # health answers SERVING)
+            assert srv.metrics.value("cardgames_serving", {}) == 1
     assert any(e["event"] == "admin_api_disabled" and e["log_level"] == "warning" for e in logs)
 
 
@@ -963,14 +966,17 @@ async def test_health_list_answers_every_service_and_says_not_serving_once_drain
     """grpc.health.v1.Health/List, which reflection describes (grpc's health.proto has it),
     answers every service's status: the servicer did not implement it, and a caller got
     UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>: Method not implemented!"."""
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
     service = ScriptedService()
     async with running(service, drain=False) as srv:
         hc = health_pb2_grpc.HealthStub(srv.channel)
         serving = await hc.List(health_pb2.HealthListRequest())
         await srv.server.health.enter_graceful_shutdown()  # the drain's first step
         draining = await hc.List(health_pb2.HealthListRequest())
+        # docs/api.md, Connecting (health): Check says NOT_SERVING too while the server drains
+        checked = [(await hc.Check(health_pb2.HealthCheckRequest(service=name))).status for name in names]
         await srv.server.drain(grace_s=1)
-    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    assert checked == [health_pb2.HealthCheckResponse.NOT_SERVING] * len(names)
     for listed, status in ((serving, health_pb2.HealthCheckResponse.SERVING),
                            (draining, health_pb2.HealthCheckResponse.NOT_SERVING)):
         assert {k: v.status for k, v in listed.statuses.items()} == dict.fromkeys(names, status)
@@ -1111,11 +1117,17 @@ async def test_reflection_describes_the_api_with_its_comments():
         requests = [reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.SubmitActionRequest"),
                     reflection_pb2.ServerReflectionRequest(file_by_filename="cardgames/v1/match.proto")]
         answers = [a async for a in refl.ServerReflectionInfo(iter(requests))]
-    files = {}
+    files, answered = {}, []
     for answer in answers:
         for raw in answer.file_descriptor_response.file_descriptor_proto:
             f = descriptor_pb2.FileDescriptorProto.FromString(raw)
             files[f.name] = f
+            answered.append(f)
+    # every API file with its comments, the dependencies sent with the one asked for too
+    # (server.py, CommentedReflectionServicer: they replace the pool's copies in every answer)
+    ours = [f for f in answered if f.name.startswith("cardgames/")]
+    assert {f.name for f in ours} >= {"cardgames/v1/card_games.proto", "cardgames/v1/cards.proto"}
+    assert all(f.source_code_info.location for f in ours), [f.name for f in ours]
     api_file = files["cardgames/v1/card_games.proto"]
     message = [m.name for m in api_file.message_type].index("SubmitActionRequest")
     field = [f.name for f in api_file.message_type[message].field].index("expected_seq")
@@ -1323,10 +1335,14 @@ async def test_a_second_drain_does_nothing():
 
     service, ports_closed = Counting(), []
     async with running(service, drain=False) as srv:
-        await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
-                               for _ in range(2)))
-        await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+        with structlog.testing.capture_logs() as logs:
+            await asyncio.gather(*(srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
+                                   for _ in range(2)))
+            await srv.server.drain(grace_s=1, ports_closed=lambda: ports_closed.append(1))
     assert (service.drains, service.closes, ports_closed) == (1, 1, [1])
+    # docs/operations.md, Logs: one draining line with the grace given, one stopped line
+    assert [(e["event"], e.get("grace_s")) for e in logs if e["event"] in ("draining", "stopped")] == [
+        ("draining", 1), ("stopped", None)]
 
 
 @run

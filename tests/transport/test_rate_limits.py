@@ -154,6 +154,50 @@ async def test_a_malformed_header_under_a_limit_is_still_malformed_token():
         err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
                                                    metadata=(("authorization", "Bearer a b"),)))
     assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN")
+    # the peer's call indeed (docs/operations.md, Request-rate limits: a call with a bad token):
+    # it spends the peer's bucket, and the refusal, as every error, names the call's
+    # x-request-id (docs/api.md, Errors)
+    async with limited(ScriptedService(), RateLimits(peer=Rate(per_s=0.02, burst=1))) as srv:
+        malformed = (("authorization", "Bearer a b"),)
+        await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=malformed))
+        err, _ = await refusal(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                 metadata=(*malformed, ("x-request-id", "refused-1"))))
+    assert err.request_id == "refused-1"
+
+
+@run
+async def test_a_fault_authenticating_a_seat_under_a_limit_is_still_internal():
+    """docs/api.md, Errors: a server fault is INTERNAL, logged with details on the server. With
+    a seat limit on, the interceptor authenticates the token first: an unexpected error there
+    (a match whose stored log no longer replays, test_edge) escaped it, and the client got
+    UNKNOWN with the exception's own message, and no rpc_internal_error line was written."""
+
+    class Failing(ScriptedService):
+        def authenticate(self, match_id, token, *, admin=False):
+            if token == SEAT_TOKEN:
+                raise RuntimeError("the stored log does not replay")
+            return super().authenticate(match_id, token, admin=admin)
+
+    async with limited(Failing(), RateLimits(seat=Rate(per_s=5, burst=5))) as srv:
+        with structlog.testing.capture_logs() as logs:
+            err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                       metadata=bearer(SEAT_TOKEN)))
+            await rpc_lines_logged(logs, 1)
+    assert (err.code, err.reason) == (grpc.StatusCode.INTERNAL, "INTERNAL")
+    assert "does not replay" not in err.message
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["rpc_internal_error"]
+
+
+@run
+async def test_a_method_the_server_does_not_have_is_unimplemented_under_a_limit():
+    """docs/api.md, Errors (refusals from gRPC itself): a method the server does not have is
+    UNIMPLEMENTED, one of the API's services named or not; the limits' interceptor passes it
+    by (nothing to wrap)."""
+    async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=5, burst=5), peer=Rate(per_s=5, burst=5))) as srv:
+        for method in (GAMES + "NoSuchMethod", "/no.such.v1.Service/Call"):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await srv.channel.unary_unary(method)(b"", timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED, method
 
 
 @run
@@ -384,12 +428,20 @@ async def test_a_peer_limit_is_declared_for_the_api_alone_and_logged_at_start():
     (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
     assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
         "off", "5/s burst 6", ["10.0.0.0/8"])
+    with structlog.testing.capture_logs() as logs:  # and a seat limit alone, its own figures
+        async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=2, burst=3))):
+            pass
+    (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+    assert (started["rate_limit_seat"], started["rate_limit_peer"], started["trusted_proxies"]) == (
+        "2/s burst 3", "off", [])
 
     def sample(method: str) -> float | None:
         return metrics.registry.get_sample_value("cardgames_rate_limited_total",
                                                  {"method": method, "key_kind": "peer"})
 
     assert sample(GAMES + "ListGames") == 0 and sample("/cardgames.v1.AdminService/ListMatches") == 0
+    # a seat method too: without a seat token (a spectator's GetView) it is the peer's call
+    assert sample(GAMES + "GetView") == 0 and sample(GAMES + "WatchMatch") == 0
     for name in ("Check", "Watch", "List"):
         assert sample(f"/grpc.health.v1.Health/{name}") is None, name
 
