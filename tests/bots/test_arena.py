@@ -345,6 +345,7 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
     (["--bots", "random,heuristic,random"], "error: 3 bots for 2 seats"),
+    (["--bots", " , "], "error: at least one bot is needed"),  # no name left once spaces are dropped
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
     (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
