@@ -6,6 +6,7 @@ from engine_service.plugins import BotSpec, hookimpl
 BUDGETS: list[float] = []
 CALLBACKS: list[tuple] = []  # (callback, phase, deal_number, over, number of deal results)
 DRAWS: list[int] = []  # the first 64 bits each decision's rng gave
+STARTS: list[tuple] = []  # (game_id, seat, view's seat, phase, deal_number, the bot object's id)
 
 
 class Recorder:
@@ -13,6 +14,9 @@ class Recorder:
         BUDGETS.append(request.budget_s)
         DRAWS.append(request.rng.getrandbits(64))
         return request.legal[0]
+
+    def on_match_start(self, game_id, seat, view):
+        STARTS.append((game_id, seat, view["seat"], view["phase"], view["deal_number"], id(self)))
 
     def on_deal_end(self, view):
         CALLBACKS.append(("deal_end", view["phase"], view["deal_number"], view["over"],

@@ -147,6 +147,21 @@ def test_the_deal_end_callbacks_get_the_documented_views(game_id, deals, between
                         for phase, number, over, results in ends), ends
 
 
+def test_each_seat_has_a_bot_object_of_its_own_told_its_seat_at_the_board_s_deal():
+    """The module's docstring: each seat has its own bot object (so the match callbacks work);
+    docs/bots.md: ``on_match_start(game_id, seat, view)`` gets the deal's first view, in
+    Georgian Joker at the board's deal, mid-match (board i: deal i)."""
+    from tests.bots import recorder
+    recorder.STARTS.clear()
+    run_arena(ArenaConfig(game="georgian_joker", bots=("recorder", "random"), deals=2, seed=1,
+                          progress=False, plugins=("tests.bots.recorder",)))
+    starts = recorder.STARTS
+    # the recorder holds seats 0 and 2 in the first rotation, 1 and 3 in the second
+    assert [s[:5] for s in starts] == [("georgian_joker", seat, seat, "bidding", board)
+                                       for board in (0, 1) for seat in (0, 2, 1, 3)]
+    assert all(one[5] != other[5] for one, other in zip(starts[::2], starts[1::2]))  # one match, two objects
+
+
 def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
     """The module's docstring: ``--seed`` fixes every bot's RNG, so a seeded bot repeats
     exactly; each decision is seeded apart (one seed for every step of a board gave a bot the
