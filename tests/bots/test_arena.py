@@ -165,12 +165,12 @@ def test_each_seat_has_a_bot_object_of_its_own_told_its_seat_at_the_board_s_deal
 def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
     """The module's docstring: ``--seed`` fixes every bot's RNG, so a seeded bot repeats
     exactly; each decision is seeded apart (one seed for every step of a board gave a bot the
-    same draws at each of its turns)."""
+    same draws at each of its turns), the boards' decisions too (two boards)."""
     from tests.bots import recorder
 
     def draws(seed: int) -> list[int]:
         recorder.DRAWS.clear()
-        run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=1, seed=seed,
+        run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=2, seed=seed,
                               progress=False, plugins=("tests.bots.recorder",)))
         return list(recorder.DRAWS)
 
