@@ -116,6 +116,27 @@ def test_georgian_joker_boards_walk_through_the_schedule(tmp_path):
         assert transcript.check(data)[0] is None
 
 
+def test_a_board_is_scored_by_its_own_deal_whose_deck_the_seed_draws(tmp_path, monkeypatch):
+    """The module's docstring: board i of Georgian Joker is deal i mod L of its match, the
+    earlier deals played by auto-moves, and the board's scores are its deal's (the transcript's
+    last); in the two-player games every board is the first deal of a match; ``--seed`` fixes
+    the decks (another seed, other decks)."""
+    from bot_plugins.scoring import deal_scores
+    monkeypatch.setattr(arena, "_WORKER", None)
+    decks = {}
+    for game_id, cycle, seed in (("georgian_joker", 24, 1), ("klaberjass", 1, 1), ("klaberjass", 1, 2)):
+        out = tmp_path / f"{game_id}-{seed}"
+        out.mkdir()
+        arena._init_worker(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=3, seed=seed,
+                                       out=str(out), progress=False), cycle)
+        for r, played in enumerate(arena.play_board(2)["rotations"]):
+            data = json.loads((out / f"{game_id}-board000002-r{r}.json").read_text())
+            assert len(data["deals"]) == (3 if cycle > 1 else 1)
+            assert played["scores"] == deal_scores(game_id, data["deals"][-1]["result"], len(played["seats"]))
+        decks[game_id, seed] = data["deals"][-1]["deck"]
+    assert decks["klaberjass", 1] != decks["klaberjass", 2]
+
+
 def test_failures_fall_back_to_the_auto_move_and_are_counted():
     report = run_arena(ArenaConfig(game="klaberjass", bots=("raises", "garbage"), deals=3, seed=1,
                                    progress=False, plugins=("tests.plugins.bad_bots",)))
