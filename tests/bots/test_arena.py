@@ -129,7 +129,9 @@ def test_a_board_is_scored_by_its_own_deal_whose_deck_the_seed_draws(tmp_path, m
         out.mkdir()
         arena._init_worker(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=3, seed=seed,
                                        out=str(out), progress=False), cycle)
-        for r, played in enumerate(arena.play_board(2)["rotations"]):
+        board = arena.play_board(2)
+        assert board["board"] == 2  # what run_arena sorts the workers' boards by
+        for r, played in enumerate(board["rotations"]):
             data = json.loads((out / f"{game_id}-board000002-r{r}.json").read_text())
             assert len(data["deals"]) == (3 if cycle > 1 else 1)
             assert played["scores"] == deal_scores(game_id, data["deals"][-1]["result"], len(played["seats"]))
@@ -270,6 +272,8 @@ def test_a_bot_that_exits_or_hangs_does_not_stop_the_arena(monkeypatch):
     assert by["sys-exits"].failures.get("crash") == by["sys-exits"].decisions > 0
     assert by["sleeps"].failures.get("timeout") == by["sleeps"].decisions > 0
     assert by["sleeps"].time_ms["max"] < 1000
+    # the wall columns are the time it took, the cpu columns what it cost (BotStats): asleep, nothing
+    assert by["sleeps"].time_ms["p50"] >= 50 > 25 > by["sleeps"].cpu_ms["max"]
 
 
 def test_command_line(tmp_path, capsys):
