@@ -300,6 +300,30 @@ def test_the_progress_bar_is_on_stderr_unless_no_progress(capsys):
     assert "2/2" not in capsys.readouterr().err
 
 
+def test_the_json_report_holds_what_the_printed_one_says():
+    """``--json FILE`` writes the report (docs/bots.md): the run's game, bots, boards, seed,
+    options and budget, and per bot its mean score, intervals (``low`` below ``high``), decision
+    count, times and failures as printed, the bots in the order given."""
+    cfg = ArenaConfig(game="klaberjass", bots=("b", "a"), deals=2, seed=7, options={"kl_target_score": 300},
+                      budget_s=0.15)
+    boards = [{"board": i, "rotations": [
+        {"seats": ["b", "a"], "scores": [b, a], "times": {"a": [0.001 * (i + 1)], "b": [0.004]},
+         "cpu": {"a": [0.0005], "b": [0.002 * (i + 1)]}, "failures": {"a": {"timeout": 1}} if i else {}}]}
+        for i, (b, a) in enumerate([(10.0, 40.5), (30.0, 20.0)])]
+    data = json.loads(json.dumps(summarize(cfg, boards, 3.14159).as_json()))
+    assert {k: v for k, v in data.items() if k != "results"} == {
+        "game": "klaberjass", "bots": ["b", "a"], "boards": 2, "seed": 7, "options": {"kl_target_score": 300},
+        "budget_s": 0.15, "seconds": 3.14}
+    b, a = data["results"]
+    assert (a["bot"], a["mean_score"], a["decisions"], a["failures"]) == ("a", 30.25, 2, {"timeout": 1})
+    assert (b["bot"], b["mean_score"], b["decisions"], b["failures"]) == ("b", 20.0, 2, {})
+    assert a["score_diff"]["mean"] == 10.25 and a["score_diff"]["low"] < 10.25 < a["score_diff"]["high"]
+    assert a["win_rate"]["mean"] == 0.5 and 0.0 == a["win_rate"]["low"] < 0.5 < a["win_rate"]["high"] == 1.0
+    assert a["time_ms"] == {"p50": 1.5, "p90": 1.9, "p99": 1.99, "max": 2.0}
+    assert a["cpu_ms"] == {"p50": 0.5, "p90": 0.5, "p99": 0.5, "max": 0.5}
+    assert b["cpu_ms"]["max"] == 4.0 and b["time_ms"]["max"] == 4.0
+
+
 def test_the_decision_times_are_the_percentiles_their_columns_name():
     """The report's ``p50/p90/p99/max`` of the decisions' wall and CPU times, in ms."""
     cfg = ArenaConfig(game="japanese_joker", bots=("a", "b"), deals=1)
