@@ -504,7 +504,8 @@ def test_the_flags_defaults_and_the_bots_list(monkeypatch):
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
-    """A slow bot's wall times (seconds) or a long name used to run into the next column."""
+    """A slow bot's wall times (seconds) or a long name used to run into the next column; the
+    numeric columns are right-aligned (format_report)."""
     slow = {"p50": 2500.0, "p90": 12345.6, "p99": 123456.7, "max": 1234567.8}
     fast = {"p50": 0.1, "p90": 0.2, "p99": 0.3, "max": 0.4}
     bots = [arena.BotStats("a-bot-with-a-rather-long-name", arena.Interval(1.5, -2.25, 5.25),
@@ -522,6 +523,9 @@ def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
                         '{"timeout": 7}']
     assert cells[2][0] == "random" and cells[2][-1] == "-" and len(cells[2]) == 8
     assert rows[0].index("2500.0/") == rows[1].index("0.1/") == header.index("wall ms")  # aligned
+    # the numbers of the mean score and decisions columns end where their headings end
+    assert header.index("mean score") + 10 == rows[0].index("81.25") + 5 == rows[1].index("79.75") + 5
+    assert header.index("decisions") + 9 == rows[0].index("1234567") + 7 == rows[1].index(" 12 ") + 3
 
 
 def test_a_bot_that_did_not_load_in_an_arena_worker_ends_the_arena_instead_of_failing_every_decision(monkeypatch):
