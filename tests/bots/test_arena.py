@@ -508,8 +508,9 @@ def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
     numeric columns are right-aligned (format_report)."""
     slow = {"p50": 2500.0, "p90": 12345.6, "p99": 123456.7, "max": 1234567.8}
     fast = {"p50": 0.1, "p90": 0.2, "p99": 0.3, "max": 0.4}
+    cpu = {"p50": 25.0, "p90": 50.0, "p99": 75.0, "max": 99.5}  # the wall times, then the cpu times
     bots = [arena.BotStats("a-bot-with-a-rather-long-name", arena.Interval(1.5, -2.25, 5.25),
-                           arena.Interval(0.5, 0.25, 0.75), 81.25, 1234567, slow, slow, {"timeout": 7}),
+                           arena.Interval(0.5, 0.25, 0.75), 81.25, 1234567, slow, cpu, {"timeout": 7}),
             arena.BotStats("random", arena.Interval(-1.5, -5.25, 2.25), arena.Interval(0.5, 0.25, 0.75),
                            79.75, 12, fast, fast, {})]
     report = arena.ArenaReport(ArenaConfig("klaberjass", ("a-bot-with-a-rather-long-name", "random"), 10),
@@ -519,7 +520,7 @@ def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
     assert cells[0] == ["bot", "mean score", "score diff [95% CI]", "win rate [95% CI]", "decisions",
                         "wall ms p50/p90/p99/max", "cpu ms p50/p90/p99/max", "failures"]
     assert cells[1] == ["a-bot-with-a-rather-long-name", "81.25", "+1.50 [-2.25, +5.25]", "0.500 [0.250, 0.750]",
-                        "1234567", "2500.0/12345.6/123456.7/1234567.8", "2500.0/12345.6/123456.7/1234567.8",
+                        "1234567", "2500.0/12345.6/123456.7/1234567.8", "25.0/50.0/75.0/99.5",
                         '{"timeout": 7}']
     assert cells[2][0] == "random" and cells[2][-1] == "-" and len(cells[2]) == 8
     assert rows[0].index("2500.0/") == rows[1].index("0.1/") == header.index("wall ms")  # aligned
