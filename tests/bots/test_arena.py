@@ -513,9 +513,11 @@ def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
                            arena.Interval(0.5, 0.25, 0.75), 81.25, 1234567, slow, cpu, {"timeout": 7}),
             arena.BotStats("random", arena.Interval(-1.5, -5.25, 2.25), arena.Interval(0.5, 0.25, 0.75),
                            79.75, 12, fast, fast, {})]
-    report = arena.ArenaReport(ArenaConfig("klaberjass", ("a-bot-with-a-rather-long-name", "random"), 10),
-                               10, 1.0, bots)
-    header, *rows = arena.format_report(report).splitlines()[1:]
+    report = arena.ArenaReport(ArenaConfig("klaberjass", ("a-bot-with-a-rather-long-name", "random"), 10,
+                                           seed=3, budget_s=0.15), 10, 61.34, bots)
+    title, header, *rows = arena.format_report(report).splitlines()
+    assert title == ("klaberjass: 10 boards (duplicate), bots a-bot-with-a-rather-long-name,random, seed 3, "
+                     "budget 150 ms, 61.3 s")
     cells = [re.split(r" {2,}", line) for line in [header, *rows]]
     assert cells[0] == ["bot", "mean score", "score diff [95% CI]", "win rate [95% CI]", "decisions",
                         "wall ms p50/p90/p99/max", "cpu ms p50/p90/p99/max", "failures"]
