@@ -460,6 +460,21 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and a_file.read_text() == "kept"
 
 
+@pytest.mark.parametrize("changes, error", [
+    ({"options": {"kl_target_score": -5}}, "option 'kl_target_score': invalid value -5"),
+    ({"bots": ("random", "heuristic", "random")}, "3 bots for 2 seats"),
+])
+def test_run_arena_refuses_bad_options_or_bots_before_it_makes_anything(tmp_path, changes, error):
+    """run_arena checks the table options and the bots first, in the parent (its comment):
+    the error comes before the --out folder is made and any board played."""
+    from engine_service.rules.errors import RulesError
+    cfg = ArenaConfig(**{**vars(ArenaConfig("klaberjass", ("random", "heuristic"), 1, out=str(tmp_path / "boards"),
+                                            progress=False)), **changes})
+    with pytest.raises((RulesError, ValueError), match=re.escape(error)):
+        run_arena(cfg)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, monkeypatch):
     """``--out .`` (or any existing folder) in a parent the user may not write (``/home``) was
     refused as "cannot be made: /home is not writable": the boards go into the folder itself,
