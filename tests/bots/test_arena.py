@@ -230,6 +230,27 @@ def test_georgian_joker_boards_cycle_through_the_deals_of_one_match(schedule, de
     assert arena.match_length("georgian_joker", {"deal_schedule": schedule}) == deals
 
 
+@pytest.mark.parametrize("game_id, options, cycle", [
+    ("georgian_joker", {}, 24), ("georgian_joker", {"deal_schedule": "nines"}, 16), ("klaberjass", {}, 1),
+])
+def test_the_boards_cycle_through_the_match_the_options_make(monkeypatch, game_id, options, cycle):
+    """The module's docstring: board i of Georgian Joker is deal i mod L, L the deals of a match
+    under the run's options (GJ-2.5: 16 with ``nines``); a two-player game's board is the first
+    deal of a match (L = 1)."""
+    cycles = []
+
+    def play(board):
+        cycles.append(arena._WORKER.cycle)
+        seats = rotations(("random", "heuristic"), arena.get_game(game_id).num_seats)[0]
+        return {"board": board, "rotations": [{"seats": list(seats), "scores": [0.0] * len(seats), "times": {},
+                                                "failures": {}}]}
+
+    monkeypatch.setattr(arena, "_WORKER", None)
+    monkeypatch.setattr(arena, "play_board", play)
+    run_arena(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=2, options=options, progress=False))
+    assert cycles == [cycle, cycle]
+
+
 def test_the_lines_recorded_while_loading_are_those_logged_meanwhile_only():
     """What the parent said while it loaded the plugins (each worker drops those lines): the
     recording ends with the loading, the log set-up as it was."""
@@ -287,6 +308,8 @@ def test_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:  # before any board, naming the bots there are
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
     assert str(refused.value.code).startswith("arena: no installed bot 'nobody' plays 'klaberjass' (installed: ")
+    installed = str(refused.value.code).split("(installed: ")[1]
+    assert "heuristic" in installed and "nobody" not in installed  # the catalog's bots, not the ones asked for
 
 
 def test_the_progress_bar_is_on_stderr_unless_no_progress(capsys):
