@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -299,12 +300,14 @@ def test_a_bot_that_exits_or_hangs_does_not_stop_the_arena(monkeypatch):
 
 def test_command_line(tmp_path, capsys):
     out = tmp_path / "report.json"
+    boards = tmp_path / "missing" / "boards"  # --out makes its missing parents too
     assert arena.main(["--game", "japanese_joker", "--bots", "heuristic,random", "--deals", "4",
-                       "--workers", "1", "--seed", "3", "--no-progress", "--json", str(out)]) == 0
+                       "--workers", "1", "--seed", "3", "--no-progress", "--json", str(out), "--out", str(boards)]) == 0
     text = capsys.readouterr().out
     assert "heuristic" in text and "score diff" in text and "win rate" in text
     data = json.loads(out.read_text())
     assert data["boards"] == 4 and {r["bot"] for r in data["results"]} == {"heuristic", "random"}
+    assert data["seconds"] > 0 and len(list(boards.glob("japanese_joker-board*.json"))) == 8
     with pytest.raises(SystemExit) as refused:  # before any board, naming the bots there are
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
     assert str(refused.value.code).startswith("arena: no installed bot 'nobody' plays 'klaberjass' (installed: ")
@@ -428,6 +431,8 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
 @pytest.mark.parametrize("flags, says", [
     (["--deals", "0"], "--deals: must be at least 1"),
     (["--deals", "-3"], "--deals: must be at least 1"),
+    (["--deals", "2.5"], "--deals: not a whole number: '2.5'"),
+    (["--time-ms", "soon"], "--time-ms: not a number: 'soon'"),
     (["--time-ms", "nan"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
@@ -469,6 +474,7 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
     a_file.write_text("kept")
     cases = [(["--out", str(a_file)], f"--out {a_file}: exists and is not a directory"),
              (["--out", str(a_file / "sub")], f"--out {a_file / 'sub'}: cannot be made: {a_file} is not a directory"),
+             (["--out", str(a_file / "sub" / "deeper")], f"cannot be made: {a_file} is not a directory"),
              (["--json", str(tmp_path / "missing" / "r.json")], "cannot be made: "),
              (["--json", str(tmp_path)], f"--json {tmp_path}: is a directory"),
              (["--workers", "0"], "--workers: must be at least 1"),
@@ -505,7 +511,8 @@ def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, mo
     parent, out = tmp_path / "parent", tmp_path / "parent" / "boards"
     out.mkdir(parents=True)
     writable = {out: True, parent: False}
-    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True))
+    # a folder not writable may still be entered (X_OK alone): a folder to make a new one in must be writable
+    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True) or mode == os.X_OK)
     assert arena._output_problem(str(out), directory=True) is None
     writable[out] = False
     assert arena._output_problem(str(out), directory=True) == "is not writable (permission denied)"
@@ -525,9 +532,10 @@ def test_an_existing_json_report_the_user_may_not_write_is_refused(tmp_path, mon
     assert arena._output_problem(str(report), directory=False) == "cannot be written (permission denied)"
 
 
-def test_the_flags_defaults_and_the_bots_list(monkeypatch):
+def test_the_flags_defaults_and_the_bots_list(monkeypatch, tmp_path):
     """docs/bots.md: ``--time-ms`` is 200 by default; ``--bots`` is comma-separated, spaces
-    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default."""
+    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default; ``--workers`` one per
+    core (its help); late answers count only with ``--strict-time``."""
     got = []
 
     def run(config):
@@ -539,6 +547,19 @@ def test_the_flags_defaults_and_the_bots_list(monkeypatch):
     (config,) = got
     assert config.bots == ("random", "heuristic")
     assert (config.budget_s, config.deals, config.seed) == (0.2, 200, 1)
+    assert (config.workers, config.strict_time, config.options, config.out, config.progress) == (
+        os.cpu_count() or 1, False, {}, None, False)
+    # every flag reaches the run
+    got.clear()
+    assert arena.main(["--game", "klaberjass", "--bots", "random,heuristic", "--deals", "3", "--workers", "5",
+                       "--seed", "-4", "--options", '{"kl_target_score": 300}', "--time-ms", "50", "--strict-time",
+                       "--out", str(tmp_path / "boards"), "--plugin", "tests.plugins.bad_bots",
+                       "--plugin", "tests.bots.recorder"]) == 0
+    (config,) = got
+    assert vars(config) == {"game": "klaberjass", "bots": ("random", "heuristic"), "deals": 3, "seed": -4,
+                            "workers": 5, "options": {"kl_target_score": 300}, "budget_s": 0.05,
+                            "strict_time": True, "out": str(tmp_path / "boards"),
+                            "plugins": ("tests.plugins.bad_bots", "tests.bots.recorder"), "progress": True}
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
