@@ -174,9 +174,13 @@ def test_the_deal_end_callbacks_get_the_documented_views(game_id, deals, between
 def test_each_seat_has_a_bot_object_of_its_own_told_its_seat_at_the_board_s_deal():
     """The module's docstring: each seat has its own bot object (so the match callbacks work);
     docs/bots.md: ``on_match_start(game_id, seat, view)`` gets the deal's first view, in
-    Georgian Joker at the board's deal, mid-match (board i: deal i)."""
+    Georgian Joker at the board's deal, mid-match (board i: deal i). Every view a bot gets, in
+    a decision or a callback, is its own seat's (another seat's view holds that seat's hand), and
+    a decision's legal actions are its view's."""
     from tests.bots import recorder
     recorder.STARTS.clear()
+    recorder.VIEWS.clear()
+    recorder.LEGAL.clear()
     run_arena(ArenaConfig(game="georgian_joker", bots=("recorder", "random"), deals=2, seed=1,
                           progress=False, plugins=("tests.bots.recorder",)))
     starts = recorder.STARTS
@@ -184,6 +188,10 @@ def test_each_seat_has_a_bot_object_of_its_own_told_its_seat_at_the_board_s_deal
     assert [s[:5] for s in starts] == [("georgian_joker", seat, seat, "bidding", board)
                                        for board in (0, 1) for seat in (0, 2, 1, 3)]
     assert all(one[5] != other[5] for one, other in zip(starts[::2], starts[1::2]))  # one match, two objects
+    kinds = [kind for kind, _, _ in recorder.VIEWS]
+    assert kinds.count("deal_end") == kinds.count("match_end") == 8 and kinds.count("decide") > 8
+    assert all(own == seen for _, own, seen in recorder.VIEWS), recorder.VIEWS
+    assert recorder.LEGAL and all(recorder.LEGAL)
 
 
 def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
