@@ -125,16 +125,17 @@ def test_a_board_is_scored_by_its_own_deal_whose_deck_the_seed_draws(tmp_path, m
     from bot_plugins.scoring import deal_scores
     monkeypatch.setattr(arena, "_WORKER", None)
     decks = {}
-    for game_id, cycle, seed in (("georgian_joker", 24, 1), ("klaberjass", 1, 1), ("klaberjass", 1, 2)):
+    for game_id, cycle, seed, options in (("georgian_joker", 24, 1, {}), ("klaberjass", 1, 1, {}),
+                                          ("klaberjass", 1, 2, {"kl_target_score": 300})):
         out = tmp_path / f"{game_id}-{seed}"
         out.mkdir()
         arena._init_worker(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=3, seed=seed,
-                                       out=str(out), progress=False), cycle)
+                                       options=options, out=str(out), progress=False), cycle)
         board = arena.play_board(2)
         assert board["board"] == 2  # what run_arena sorts the workers' boards by
         for r, played in enumerate(board["rotations"]):
             data = json.loads((out / f"{game_id}-board000002-r{r}.json").read_text())
-            assert len(data["deals"]) == (3 if cycle > 1 else 1)
+            assert len(data["deals"]) == (3 if cycle > 1 else 1) and data["options"] == options  # --options
             assert played["scores"] == deal_scores(game_id, data["deals"][-1]["result"], len(played["seats"]))
         decks[game_id, seed] = data["deals"][-1]["deck"]
     assert decks["klaberjass", 1] != decks["klaberjass", 2]
@@ -202,8 +203,10 @@ def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
 
     def draws(seed: int) -> list[int]:
         recorder.DRAWS.clear()
+        recorder.BUDGETS.clear()
         run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=2, seed=seed,
-                              progress=False, plugins=("tests.bots.recorder",)))
+                              progress=False, plugins=("tests.bots.recorder",), budget_s=0.3))
+        assert set(recorder.BUDGETS) == {0.3}  # --time-ms, told to the bot as its budget
         return list(recorder.DRAWS)
 
     first = draws(1)
