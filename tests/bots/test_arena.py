@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -116,6 +117,30 @@ def test_georgian_joker_boards_walk_through_the_schedule(tmp_path):
         assert transcript.check(data)[0] is None
 
 
+def test_a_board_is_scored_by_its_own_deal_whose_deck_the_seed_draws(tmp_path, monkeypatch):
+    """The module's docstring: board i of Georgian Joker is deal i mod L of its match, the
+    earlier deals played by auto-moves, and the board's scores are its deal's (the transcript's
+    last); in the two-player games every board is the first deal of a match; ``--seed`` fixes
+    the decks (another seed, other decks)."""
+    from bot_plugins.scoring import deal_scores
+    monkeypatch.setattr(arena, "_WORKER", None)
+    decks = {}
+    for game_id, cycle, seed, options in (("georgian_joker", 24, 1, {}), ("klaberjass", 1, 1, {}),
+                                          ("klaberjass", 1, 2, {"kl_target_score": 300})):
+        out = tmp_path / f"{game_id}-{seed}"
+        out.mkdir()
+        arena._init_worker(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=3, seed=seed,
+                                       options=options, out=str(out), progress=False), cycle)
+        board = arena.play_board(2)
+        assert board["board"] == 2  # what run_arena sorts the workers' boards by
+        for r, played in enumerate(board["rotations"]):
+            data = json.loads((out / f"{game_id}-board000002-r{r}.json").read_text())
+            assert len(data["deals"]) == (3 if cycle > 1 else 1) and data["options"] == options  # --options
+            assert played["scores"] == deal_scores(game_id, data["deals"][-1]["result"], len(played["seats"]))
+        decks[game_id, seed] = data["deals"][-1]["deck"]
+    assert decks["klaberjass", 1] != decks["klaberjass", 2]
+
+
 def test_failures_fall_back_to_the_auto_move_and_are_counted():
     report = run_arena(ArenaConfig(game="klaberjass", bots=("raises", "garbage"), deals=3, seed=1,
                                    progress=False, plugins=("tests.plugins.bad_bots",)))
@@ -147,16 +172,41 @@ def test_the_deal_end_callbacks_get_the_documented_views(game_id, deals, between
                         for phase, number, over, results in ends), ends
 
 
+def test_each_seat_has_a_bot_object_of_its_own_told_its_seat_at_the_board_s_deal():
+    """The module's docstring: each seat has its own bot object (so the match callbacks work);
+    docs/bots.md: ``on_match_start(game_id, seat, view)`` gets the deal's first view, in
+    Georgian Joker at the board's deal, mid-match (board i: deal i). Every view a bot gets, in
+    a decision or a callback, is its own seat's (another seat's view holds that seat's hand), and
+    a decision's legal actions are its view's."""
+    from tests.bots import recorder
+    recorder.STARTS.clear()
+    recorder.VIEWS.clear()
+    recorder.LEGAL.clear()
+    run_arena(ArenaConfig(game="georgian_joker", bots=("recorder", "random"), deals=2, seed=1,
+                          progress=False, plugins=("tests.bots.recorder",)))
+    starts = recorder.STARTS
+    # the recorder holds seats 0 and 2 in the first rotation, 1 and 3 in the second
+    assert [s[:5] for s in starts] == [("georgian_joker", seat, seat, "bidding", board)
+                                       for board in (0, 1) for seat in (0, 2, 1, 3)]
+    assert all(one[5] != other[5] for one, other in zip(starts[::2], starts[1::2]))  # one match, two objects
+    kinds = [kind for kind, _, _ in recorder.VIEWS]
+    assert kinds.count("deal_end") == kinds.count("match_end") == 8 and kinds.count("decide") > 8
+    assert all(own == seen for _, own, seen in recorder.VIEWS), recorder.VIEWS
+    assert recorder.LEGAL and all(recorder.LEGAL)
+
+
 def test_every_decision_gets_an_rng_of_its_own_that_the_seed_replays():
     """The module's docstring: ``--seed`` fixes every bot's RNG, so a seeded bot repeats
     exactly; each decision is seeded apart (one seed for every step of a board gave a bot the
-    same draws at each of its turns)."""
+    same draws at each of its turns), the boards' decisions too (two boards)."""
     from tests.bots import recorder
 
     def draws(seed: int) -> list[int]:
         recorder.DRAWS.clear()
-        run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=1, seed=seed,
-                              progress=False, plugins=("tests.bots.recorder",)))
+        recorder.BUDGETS.clear()
+        run_arena(ArenaConfig(game="japanese_joker", bots=("recorder", "random"), deals=2, seed=seed,
+                              progress=False, plugins=("tests.bots.recorder",), budget_s=0.3))
+        assert set(recorder.BUDGETS) == {0.3}  # --time-ms, told to the bot as its budget
         return list(recorder.DRAWS)
 
     first = draws(1)
@@ -190,6 +240,27 @@ def test_georgian_joker_boards_cycle_through_the_deals_of_one_match(schedule, de
     """The module's docstring: board i is deal i mod L of the match, L its deals (GJ-2.4: 24,
     GJ-2.5: 16 with ``nines``)."""
     assert arena.match_length("georgian_joker", {"deal_schedule": schedule}) == deals
+
+
+@pytest.mark.parametrize("game_id, options, cycle", [
+    ("georgian_joker", {}, 24), ("georgian_joker", {"deal_schedule": "nines"}, 16), ("klaberjass", {}, 1),
+])
+def test_the_boards_cycle_through_the_match_the_options_make(monkeypatch, game_id, options, cycle):
+    """The module's docstring: board i of Georgian Joker is deal i mod L, L the deals of a match
+    under the run's options (GJ-2.5: 16 with ``nines``); a two-player game's board is the first
+    deal of a match (L = 1)."""
+    cycles = []
+
+    def play(board):
+        cycles.append(arena._WORKER.cycle)
+        seats = rotations(("random", "heuristic"), arena.get_game(game_id).num_seats)[0]
+        return {"board": board, "rotations": [{"seats": list(seats), "scores": [0.0] * len(seats), "times": {},
+                                                "failures": {}}]}
+
+    monkeypatch.setattr(arena, "_WORKER", None)
+    monkeypatch.setattr(arena, "play_board", play)
+    run_arena(ArenaConfig(game=game_id, bots=("random", "heuristic"), deals=2, options=options, progress=False))
+    assert cycles == [cycle, cycle]
 
 
 def test_the_lines_recorded_while_loading_are_those_logged_meanwhile_only():
@@ -234,19 +305,25 @@ def test_a_bot_that_exits_or_hangs_does_not_stop_the_arena(monkeypatch):
     assert by["sys-exits"].failures.get("crash") == by["sys-exits"].decisions > 0
     assert by["sleeps"].failures.get("timeout") == by["sleeps"].decisions > 0
     assert by["sleeps"].time_ms["max"] < 1000
+    # the wall columns are the time it took, the cpu columns what it cost (BotStats): asleep, nothing
+    assert by["sleeps"].time_ms["p50"] >= 50 > 25 > by["sleeps"].cpu_ms["max"]
 
 
 def test_command_line(tmp_path, capsys):
     out = tmp_path / "report.json"
+    boards = tmp_path / "missing" / "boards"  # --out makes its missing parents too
     assert arena.main(["--game", "japanese_joker", "--bots", "heuristic,random", "--deals", "4",
-                       "--workers", "1", "--seed", "3", "--no-progress", "--json", str(out)]) == 0
+                       "--workers", "1", "--seed", "3", "--no-progress", "--json", str(out), "--out", str(boards)]) == 0
     text = capsys.readouterr().out
     assert "heuristic" in text and "score diff" in text and "win rate" in text
     data = json.loads(out.read_text())
     assert data["boards"] == 4 and {r["bot"] for r in data["results"]} == {"heuristic", "random"}
+    assert data["seconds"] > 0 and len(list(boards.glob("japanese_joker-board*.json"))) == 8
     with pytest.raises(SystemExit) as refused:  # before any board, naming the bots there are
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
     assert str(refused.value.code).startswith("arena: no installed bot 'nobody' plays 'klaberjass' (installed: ")
+    installed = str(refused.value.code).split("(installed: ")[1]
+    assert "heuristic" in installed and "nobody" not in installed  # the catalog's bots, not the ones asked for
 
 
 def test_the_progress_bar_is_on_stderr_unless_no_progress(capsys):
@@ -258,6 +335,30 @@ def test_the_progress_bar_is_on_stderr_unless_no_progress(capsys):
     assert "2/2" not in shown.out
     assert arena.main([*argv, "--no-progress"]) == 0
     assert "2/2" not in capsys.readouterr().err
+
+
+def test_the_json_report_holds_what_the_printed_one_says():
+    """``--json FILE`` writes the report (docs/bots.md): the run's game, bots, boards, seed,
+    options and budget, and per bot its mean score, intervals (``low`` below ``high``), decision
+    count, times and failures as printed, the bots in the order given."""
+    cfg = ArenaConfig(game="klaberjass", bots=("b", "a"), deals=2, seed=7, options={"kl_target_score": 300},
+                      budget_s=0.15)
+    boards = [{"board": i, "rotations": [
+        {"seats": ["b", "a"], "scores": [b, a], "times": {"a": [0.001 * (i + 1)], "b": [0.004]},
+         "cpu": {"a": [0.0005], "b": [0.002 * (i + 1)]}, "failures": {"a": {"timeout": 1}} if i else {}}]}
+        for i, (b, a) in enumerate([(10.0, 40.5), (30.0, 20.0)])]
+    data = json.loads(json.dumps(summarize(cfg, boards, 3.14159).as_json()))
+    assert {k: v for k, v in data.items() if k != "results"} == {
+        "game": "klaberjass", "bots": ["b", "a"], "boards": 2, "seed": 7, "options": {"kl_target_score": 300},
+        "budget_s": 0.15, "seconds": 3.14}
+    b, a = data["results"]
+    assert (a["bot"], a["mean_score"], a["decisions"], a["failures"]) == ("a", 30.25, 2, {"timeout": 1})
+    assert (b["bot"], b["mean_score"], b["decisions"], b["failures"]) == ("b", 20.0, 2, {})
+    assert a["score_diff"]["mean"] == 10.25 and a["score_diff"]["low"] < 10.25 < a["score_diff"]["high"]
+    assert a["win_rate"]["mean"] == 0.5 and 0.0 == a["win_rate"]["low"] < 0.5 < a["win_rate"]["high"] == 1.0
+    assert a["time_ms"] == {"p50": 1.5, "p90": 1.9, "p99": 1.99, "max": 2.0}
+    assert a["cpu_ms"] == {"p50": 0.5, "p90": 0.5, "p99": 0.5, "max": 0.5}
+    assert b["cpu_ms"] == {"p50": 3.0, "p90": 3.8, "p99": 3.98, "max": 4.0} and b["time_ms"]["max"] == 4.0
 
 
 def test_the_decision_times_are_the_percentiles_their_columns_name():
@@ -341,10 +442,13 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
 @pytest.mark.parametrize("flags, says", [
     (["--deals", "0"], "--deals: must be at least 1"),
     (["--deals", "-3"], "--deals: must be at least 1"),
+    (["--deals", "2.5"], "--deals: not a whole number: '2.5'"),
+    (["--time-ms", "soon"], "--time-ms: not a number: 'soon'"),
     (["--time-ms", "nan"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
     (["--bots", "random,heuristic,random"], "error: 3 bots for 2 seats"),
+    (["--bots", " , "], "error: at least one bot is needed"),  # no name left once spaces are dropped
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
     (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
@@ -381,6 +485,7 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
     a_file.write_text("kept")
     cases = [(["--out", str(a_file)], f"--out {a_file}: exists and is not a directory"),
              (["--out", str(a_file / "sub")], f"--out {a_file / 'sub'}: cannot be made: {a_file} is not a directory"),
+             (["--out", str(a_file / "sub" / "deeper")], f"cannot be made: {a_file} is not a directory"),
              (["--json", str(tmp_path / "missing" / "r.json")], "cannot be made: "),
              (["--json", str(tmp_path)], f"--json {tmp_path}: is a directory"),
              (["--workers", "0"], "--workers: must be at least 1"),
@@ -395,6 +500,21 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and a_file.read_text() == "kept"
 
 
+@pytest.mark.parametrize("changes, error", [
+    ({"options": {"kl_target_score": -5}}, "option 'kl_target_score': invalid value -5"),
+    ({"bots": ("random", "heuristic", "random")}, "3 bots for 2 seats"),
+])
+def test_run_arena_refuses_bad_options_or_bots_before_it_makes_anything(tmp_path, changes, error):
+    """run_arena checks the table options and the bots first, in the parent (its comment):
+    the error comes before the --out folder is made and any board played."""
+    from engine_service.rules.errors import RulesError
+    cfg = ArenaConfig(**{**vars(ArenaConfig("klaberjass", ("random", "heuristic"), 1, out=str(tmp_path / "boards"),
+                                            progress=False)), **changes})
+    with pytest.raises((RulesError, ValueError), match=re.escape(error)):
+        run_arena(cfg)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, monkeypatch):
     """``--out .`` (or any existing folder) in a parent the user may not write (``/home``) was
     refused as "cannot be made: /home is not writable": the boards go into the folder itself,
@@ -402,7 +522,8 @@ def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, mo
     parent, out = tmp_path / "parent", tmp_path / "parent" / "boards"
     out.mkdir(parents=True)
     writable = {out: True, parent: False}
-    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True))
+    # a folder not writable may still be entered (X_OK alone): a folder to make a new one in must be writable
+    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True) or mode == os.X_OK)
     assert arena._output_problem(str(out), directory=True) is None
     writable[out] = False
     assert arena._output_problem(str(out), directory=True) == "is not writable (permission denied)"
@@ -422,9 +543,10 @@ def test_an_existing_json_report_the_user_may_not_write_is_refused(tmp_path, mon
     assert arena._output_problem(str(report), directory=False) == "cannot be written (permission denied)"
 
 
-def test_the_flags_defaults_and_the_bots_list(monkeypatch):
+def test_the_flags_defaults_and_the_bots_list(monkeypatch, tmp_path):
     """docs/bots.md: ``--time-ms`` is 200 by default; ``--bots`` is comma-separated, spaces
-    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default."""
+    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default; ``--workers`` one per
+    core (its help); late answers count only with ``--strict-time``."""
     got = []
 
     def run(config):
@@ -436,27 +558,47 @@ def test_the_flags_defaults_and_the_bots_list(monkeypatch):
     (config,) = got
     assert config.bots == ("random", "heuristic")
     assert (config.budget_s, config.deals, config.seed) == (0.2, 200, 1)
+    assert (config.workers, config.strict_time, config.options, config.out, config.progress) == (
+        os.cpu_count() or 1, False, {}, None, False)
+    # every flag reaches the run
+    got.clear()
+    assert arena.main(["--game", "klaberjass", "--bots", "random,heuristic", "--deals", "3", "--workers", "5",
+                       "--seed", "-4", "--options", '{"kl_target_score": 300}', "--time-ms", "50", "--strict-time",
+                       "--out", str(tmp_path / "boards"), "--plugin", "tests.plugins.bad_bots",
+                       "--plugin", "tests.bots.recorder"]) == 0
+    (config,) = got
+    assert vars(config) == {"game": "klaberjass", "bots": ("random", "heuristic"), "deals": 3, "seed": -4,
+                            "workers": 5, "options": {"kl_target_score": 300}, "budget_s": 0.05,
+                            "strict_time": True, "out": str(tmp_path / "boards"),
+                            "plugins": ("tests.plugins.bad_bots", "tests.bots.recorder"), "progress": True}
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
-    """A slow bot's wall times (seconds) or a long name used to run into the next column."""
+    """A slow bot's wall times (seconds) or a long name used to run into the next column; the
+    numeric columns are right-aligned (format_report)."""
     slow = {"p50": 2500.0, "p90": 12345.6, "p99": 123456.7, "max": 1234567.8}
     fast = {"p50": 0.1, "p90": 0.2, "p99": 0.3, "max": 0.4}
+    cpu = {"p50": 25.0, "p90": 50.0, "p99": 75.0, "max": 99.5}  # the wall times, then the cpu times
     bots = [arena.BotStats("a-bot-with-a-rather-long-name", arena.Interval(1.5, -2.25, 5.25),
-                           arena.Interval(0.5, 0.25, 0.75), 81.25, 1234567, slow, slow, {"timeout": 7}),
+                           arena.Interval(0.5, 0.25, 0.75), 81.25, 1234567, slow, cpu, {"timeout": 7}),
             arena.BotStats("random", arena.Interval(-1.5, -5.25, 2.25), arena.Interval(0.5, 0.25, 0.75),
                            79.75, 12, fast, fast, {})]
-    report = arena.ArenaReport(ArenaConfig("klaberjass", ("a-bot-with-a-rather-long-name", "random"), 10),
-                               10, 1.0, bots)
-    header, *rows = arena.format_report(report).splitlines()[1:]
+    report = arena.ArenaReport(ArenaConfig("klaberjass", ("a-bot-with-a-rather-long-name", "random"), 10,
+                                           seed=3, budget_s=0.15), 10, 61.34, bots)
+    title, header, *rows = arena.format_report(report).splitlines()
+    assert title == ("klaberjass: 10 boards (duplicate), bots a-bot-with-a-rather-long-name,random, seed 3, "
+                     "budget 150 ms, 61.3 s")
     cells = [re.split(r" {2,}", line) for line in [header, *rows]]
     assert cells[0] == ["bot", "mean score", "score diff [95% CI]", "win rate [95% CI]", "decisions",
                         "wall ms p50/p90/p99/max", "cpu ms p50/p90/p99/max", "failures"]
     assert cells[1] == ["a-bot-with-a-rather-long-name", "81.25", "+1.50 [-2.25, +5.25]", "0.500 [0.250, 0.750]",
-                        "1234567", "2500.0/12345.6/123456.7/1234567.8", "2500.0/12345.6/123456.7/1234567.8",
+                        "1234567", "2500.0/12345.6/123456.7/1234567.8", "25.0/50.0/75.0/99.5",
                         '{"timeout": 7}']
     assert cells[2][0] == "random" and cells[2][-1] == "-" and len(cells[2]) == 8
     assert rows[0].index("2500.0/") == rows[1].index("0.1/") == header.index("wall ms")  # aligned
+    # the numbers of the mean score and decisions columns end where their headings end
+    assert header.index("mean score") + 10 == rows[0].index("81.25") + 5 == rows[1].index("79.75") + 5
+    assert header.index("decisions") + 9 == rows[0].index("1234567") + 7 == rows[1].index(" 12 ") + 3
 
 
 def test_a_bot_that_did_not_load_in_an_arena_worker_ends_the_arena_instead_of_failing_every_decision(monkeypatch):
