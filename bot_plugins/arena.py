@@ -528,11 +528,12 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _output_problem(path: str, *, directory: bool) -> str | None:
+def _output_problem(path: str, *, directory: bool, made: frozenset[Path] = frozenset()) -> str | None:
     """Why ``--out`` (a directory, made if missing) or ``--json`` (a file) cannot be written, or
     None. Checked before the first board, and without making anything: a file given as --out
     was a FileExistsError traceback, and a --json in a missing or unwritable folder one after
-    every board had been played, the JSON report lost."""
+    every board had been played, the JSON report lost. ``made``: the folders --out will make
+    (its own and its missing parents), where a --json may go."""
     target = Path(path)
     if directory and target.exists() and not target.is_dir():
         return "exists and is not a directory"
@@ -543,8 +544,10 @@ def _output_problem(path: str, *, directory: bool) -> str | None:
     if directory and target.is_dir():  # the boards go into it: its parent need not be writable
         return None if os.access(target, os.W_OK | os.X_OK) else "is not writable (permission denied)"
     folder = target.absolute().parent
-    while directory and not folder.exists():  # --out makes its missing parents too
+    while (directory or folder in made) and not folder.exists():  # --out makes its missing parents too
         folder = folder.parent
+    if not folder.exists():
+        return f"cannot be made: {folder} does not exist"
     if not folder.is_dir():
         return f"cannot be made: {folder} is not a directory"
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -588,8 +591,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         PluginSettings.resolve(extra=config.plugins)  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y
     except (RulesError, ValueError) as exc:  # an unknown game or option; no bots, too many
         p.error(str(exc))
+    out = Path(args.out).absolute() if args.out else None
+    made = frozenset((out, *out.parents)) if out else frozenset()
     for flag, path, directory in (("--out", args.out, True), ("--json", args.json, False)):
-        problem = path and _output_problem(path, directory=directory)
+        problem = path and _output_problem(path, directory=directory, made=made)
         if problem:
             p.error(f"{flag} {path}: {problem}")
     try:

@@ -486,7 +486,9 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
     cases = [(["--out", str(a_file)], f"--out {a_file}: exists and is not a directory"),
              (["--out", str(a_file / "sub")], f"--out {a_file / 'sub'}: cannot be made: {a_file} is not a directory"),
              (["--out", str(a_file / "sub" / "deeper")], f"cannot be made: {a_file} is not a directory"),
-             (["--json", str(tmp_path / "missing" / "r.json")], "cannot be made: "),
+             (["--json", str(tmp_path / "missing" / "r.json")],
+              f"--json {tmp_path / 'missing' / 'r.json'}: cannot be made: {tmp_path / 'missing'} does not exist"),
+             (["--json", str(a_file / "r.json")], f"cannot be made: {a_file} is not a directory"),
              (["--json", str(tmp_path)], f"--json {tmp_path}: is a directory"),
              (["--workers", "0"], "--workers: must be at least 1"),
              (["--workers", "-3"], "--workers: must be at least 1")]
@@ -498,6 +500,24 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
         captured = capsys.readouterr()
         assert says in captured.err and "Traceback" not in captured.err and not captured.out, (flags, captured)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and a_file.read_text() == "kept"
+
+
+def test_a_json_report_may_go_into_the_folder_out_makes(tmp_path, capsys):
+    """``--out runs/a --json runs/a/report.json`` (or ``runs/report.json``) with ``runs`` not
+    made yet: --out makes the folder before the first board, so the report fits there; it was
+    refused as "cannot be made: runs is not a directory". A folder --out does not make is
+    still refused, saying it does not exist."""
+    out = tmp_path / "runs" / "a"
+    for report in (out / "report.json", out.parent / "report.json"):
+        assert arena.main(["--game", "japanese_joker", "--bots", "random", "--deals", "1", "--workers", "1",
+                           "--no-progress", "--out", str(out), "--json", str(report)]) == 0
+        assert json.loads(report.read_text())["game"] == "japanese_joker"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        arena.main(["--game", "japanese_joker", "--bots", "random", "--deals", "1", "--no-progress",
+                    "--out", str(out), "--json", str(tmp_path / "elsewhere" / "r.json")])
+    assert exit_.value.code == 2
+    assert f"cannot be made: {tmp_path / 'elsewhere'} does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("changes, error", [
