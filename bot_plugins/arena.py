@@ -440,6 +440,8 @@ def format_report(report: ArenaReport) -> str:
 # ---- running -----------------------------------------------------------------------------
 
 def run_arena(config: ArenaConfig) -> ArenaReport:
+    if config.deals < 1:  # no board: the report's means and percentiles would be NaN
+        raise ValueError(f"at least one board is needed, not deals={config.deals}")
     game = get_game(config.game)
     game.options(config.options)  # InvalidOptions early, in the parent
     rotations(config.bots, game.num_seats)

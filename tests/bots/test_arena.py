@@ -523,10 +523,12 @@ def test_a_json_report_may_go_into_the_folder_out_makes(tmp_path, capsys):
 @pytest.mark.parametrize("changes, error", [
     ({"options": {"kl_target_score": -5}}, "option 'kl_target_score': invalid value -5"),
     ({"bots": ("random", "heuristic", "random")}, "3 bots for 2 seats"),
+    ({"deals": 0}, "at least one board is needed, not deals=0"),
 ])
 def test_run_arena_refuses_bad_options_or_bots_before_it_makes_anything(tmp_path, changes, error):
-    """run_arena checks the table options and the bots first, in the parent (its comment):
-    the error comes before the --out folder is made and any board played."""
+    """run_arena checks the table options, the bots and the number of boards first, in the
+    parent (its comment): the error comes before the --out folder is made and any board played
+    (no board at all made a report of NaN means and percentiles, its JSON no JSON)."""
     from engine_service.rules.errors import RulesError
     cfg = ArenaConfig(**{**vars(ArenaConfig("klaberjass", ("random", "heuristic"), 1, out=str(tmp_path / "boards"),
                                             progress=False)), **changes})
