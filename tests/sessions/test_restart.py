@@ -1401,6 +1401,51 @@ def test_a_stale_writers_timed_out_move_refused_by_the_log_decides_again_without
     assert said == ["log_conflict", "log_caught_up"], said
 
 
+class _AnswersOnce(_Silent):
+    """As _Silent, but its first decision is answered (the first legal action)."""
+
+    answered = False
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        if self.answered:
+            await asyncio.Event().wait()
+        self.answered = True
+        return type("Decision", (), dict(action=legal[0], failure=None, elapsed_s=0.0))
+
+
+def test_a_stale_writers_bot_move_refused_by_the_log_decides_again_without_a_failure():
+    """docs/operations.md (``log_conflict``): a bot move that finds another writer's action in
+    the log catches up and decides again (the next decision, armed by the catch-up); it is no
+    failed write (``bot_move_failed``, tried again a second later): the stale writer says the
+    conflict and the catch-up only."""
+    from engine_service.sessions.api import SeatConfig
+    from structlog.testing import capture_logs
+
+    store = MemoryStore()
+    bots = [SeatConfig("bot", "random")] * 2
+
+    async def go():
+        # a's bot plays 0.2 s after the match starts, b's (which loads it at seq 0) 1 s after
+        a = MatchManager(config(bot_pace_s=0.2), store=store, bot_host=_AnswersOnce(), metrics=Metrics())
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass", seats=bots))
+        b = MatchManager(config(bot_pace_s=1.0), store=store, bot_host=_AnswersOnce(), metrics=Metrics())
+        await b.start()
+        m = b._matches[s.match_id]
+        await until(lambda: m.seq == 1, timeout=30)  # a's move, caught up: b's was refused
+        key = m.bot_key
+        await b.close()
+        await a.close()
+        return m.actions[0], key
+
+    with capture_logs() as logs:
+        first, key = run(go())
+    assert (first.seq, first.by) == (1, "bot")
+    assert key is not None and key[0] == 1  # the next decision, asked of b's bot
+    said = [e["event"] for e in logs if e["event"] in ("log_conflict", "log_caught_up", "bot_move_failed")]
+    assert said == ["log_conflict", "log_caught_up"], said
+
+
 def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
     path = tmp_path / "m.sqlite3"
 
