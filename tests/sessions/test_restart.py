@@ -2696,6 +2696,53 @@ def test_the_absence_heartbeat_forgets_the_windows_of_a_match_that_ended():
     assert after == set()
 
 
+class _HeldAbsenceWrites(MemoryStore):
+    """A MemoryStore whose absence writes wait for ``gate`` while ``held`` (``waiting``: how
+    many do)."""
+
+    held = False
+
+    def __init__(self):
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.waiting = 0
+
+    async def save_absence(self, *args, **kwargs):
+        if self.held:
+            self.waiting += 1
+            await self.gate.wait()
+        return await super().save_absence(*args, **kwargs)
+
+
+def test_a_window_whose_write_lands_after_its_match_ended_is_not_indexed():
+    """MatchClock.stored: the heartbeat's index of running windows holds no match that ended.
+    A player's window whose write was under way when the match ended (terminated here) lands
+    afterwards; indexed then, the finished match was kept (and recorded as served at the next
+    beat's check) until that beat dropped it."""
+    store = _HeldAbsenceWrites()
+
+    async def go():
+        mgr = MatchManager(config(absence_heartbeat_s=3600.0), store=store, metrics=Metrics(),
+                           create_bot_host=False)
+        try:
+            match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+            await absences_written(mgr, match_id)  # both players are back
+            store.held = True
+            await streams[0].aclose()  # seat 0's window starts; its write waits
+            await until(lambda: store.waiting == 1)
+            await mgr.terminate_match(match_id, "")
+            store.gate.set()
+            await absences_written(mgr, match_id)
+            slot = mgr._matches[match_id].seats[0]
+            return match_id, slot.absence_stored, set(mgr._clock.running)
+        finally:
+            await mgr.close()
+
+    match_id, stored, running = run(go())
+    assert stored[0] is not None  # the window's write landed, after the end
+    assert running == set()
+
+
 def test_a_manager_given_no_store_opens_its_db_path_and_no_metrics_counts_process_wide(tmp_path):
     """MatchManager's defaults (its docstring): without ``store`` it opens
     ``config.db_path`` (what bench/action_path.py relies on), so a later manager of that path
