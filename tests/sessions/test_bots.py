@@ -603,3 +603,49 @@ def test_a_refused_bot_move_is_logged_without_what_the_rules_said_of_the_hand(mo
     failed = [e for e in logs if e["event"] == "bot_move_failed"]
     assert failed[0]["error_type"] == "IllegalAction" and "ILLEGAL_ACTION" in failed[0]["error"]
     assert "KC" not in repr(failed), failed
+
+
+def test_every_bot_decision_gets_a_fresh_seed():
+    """docs/bots.md (Writing a bot: ``rng``): the service draws a fresh seed per decision; one
+    seed for every decision (a constant) made a seeded bot repeat its choices in every
+    position alike, and no test looked past the seed's type."""
+    host = ScriptedHost("ok")
+
+    async def go():
+        async with manager(host=host) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "scripted")] * 2))
+            m = mgr._matches[s.match_id]
+            await until(lambda: m.seq >= 4)
+
+    run(go())
+    seeds = [r["seed"] for r in host.requests]
+    assert len(seeds) >= 4 and len(set(seeds)) == len(seeds), seeds
+    assert all(0 <= seed < 2 ** 63 for seed in seeds)
+
+
+def test_a_bot_seat_resumed_by_an_engine_without_bots_falls_back_as_an_unknown_bot():
+    """docs/bots.md (Failures): a seat whose bot this engine does not have (a match resumed
+    after its plugin was removed) fails as ``unknown_bot``, counted under that reason; so does
+    every decision of a match resumed by an engine with no bot host at all, each replaced by
+    the auto-move (by ``auto``, reason ``bot_failed``)."""
+    from engine_service.observability.metrics import Metrics
+    from engine_service.sessions.manager import MatchManager
+    from engine_service.store import MemoryStore
+
+    store = MemoryStore()
+
+    async def go():
+        # the first engine's bot decides, then waits out a pace that outlasts the engine
+        first = MatchManager(config(bot_pace_s=3600.0), store=store, bot_host=ScriptedHost("ok"),
+                             metrics=Metrics(), create_bot_host=False)
+        await first.start()
+        s = await first.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "scripted")] * 2))
+        await first.close()
+        async with manager(store=store) as mgr:  # no bot host
+            m = mgr._matches[s.match_id]
+            await until(lambda: m.seq >= 2)
+            return list(m.actions[:2]), mgr.metrics
+
+    moves, metrics = run(go())
+    assert [(a.by, a.reason) for a in moves] == [("auto", "bot_failed")] * 2
+    assert metrics.value("cardgames_bot_failures_total", {"bot": "scripted", "reason": "unknown_bot"}) >= 2

@@ -2539,6 +2539,60 @@ def test_an_outage_whose_absence_writes_are_still_tried_again_is_not_said_over_b
     assert "absence_writes_recovered" not in said[:-1]
 
 
+def test_a_heartbeat_that_lands_while_an_absence_write_is_tried_again_does_not_end_its_outage(monkeypatch):
+    """docs/operations.md (``absence_writes_recovered``): absence writes are said to land
+    again once none is pending any more; the heartbeat's answer ends only an outage left quiet
+    (MatchClock.database_answered: "an outage with writes pending ends when they land"). Here
+    one seat's window is recorded and its heartbeats land, while the other seat's return
+    cannot be written: the outage stays open with that write pending, said once, and is over
+    when it lands. Ended by the heartbeat, it was said over while the write still failed, and
+    its next failure said as a new outage."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+
+    class Touched(FailingAbsences):
+        """The heartbeat's writes (``touched``: the seats of each) land whether broken or not."""
+
+        def __init__(self):
+            super().__init__()
+            self.touched: list[list[tuple[str, int]]] = []
+
+        async def touch_absences(self, seats, at):
+            self.touched.append(list(seats))
+            await super().touch_absences(seats, at)
+
+    store = Touched()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=0.02), store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                m = mgr._matches[match_id]
+                await until(lambda: all(s.absence_stored[0] is not None for s in m.seats))
+                store.broken = True  # the absence writes fail; the heartbeat's land
+                stream = Stream(mgr, match_id, ps[0])  # seat 0 is back: its return is not written
+                await until(lambda: store.refused >= 3)
+                touched = len(store.touched)
+                await until(lambda: len(store.touched) >= touched + 3)  # seat 1's heartbeats land
+                outage = mgr._clock._absence_outage
+                pending = set(outage.pending) if outage is not None else None
+                during = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+                beats = store.touched[touched:]
+                store.broken = False  # the return lands: the outage is over
+                await until(lambda: m.seats[0].absence_stored[0] is None)
+                await stream.close()
+        return match_id, pending, during, beats, logs
+
+    match_id, pending, during, beats, logs = run(go())
+    assert pending == {(match_id, 0)}
+    assert beats and all(seats == [(match_id, 1)] for seats in beats), beats
+    assert during == ["absence_writes_failing"], during
+    said = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+    assert said[:2] == ["absence_writes_failing", "absence_writes_recovered"], said
+    assert said.count("absence_writes_failing") == 1
+
+
 def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkeypatch):
     """A database outage: every away seat's absence write is tried again each
     RETRY_AFTER_STORE_FAILURE_S. The drain waits for the absence writes under way
