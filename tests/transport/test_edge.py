@@ -409,6 +409,15 @@ async def test_admin_gate():
         assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
         err = await expect_error(srv.games.CreateMatch(req, metadata=bearer(SEAT_TOKEN)))
         assert err.code == grpc.StatusCode.PERMISSION_DENIED
+        # decks alone, and a first dealer 0 (set, though falsy), are the admin's as well
+        # (docs/api.md, errors: "decks or first_dealer with a token that is not the admin's")
+        decks_only = pb.CreateMatchRequest(game="g")
+        decks_only.decks.add()
+        for only in (decks_only, pb.CreateMatchRequest(game="g", first_dealer=0)):
+            err = await expect_error(srv.games.CreateMatch(only))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED"), only
+            err = await expect_error(srv.games.CreateMatch(only, metadata=bearer(SEAT_TOKEN)))
+            assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN"), only
         await srv.games.CreateMatch(req, metadata=bearer(ADMIN_TOKEN))
         created = [c for c in service.calls if c[0] == "create_match"]
         assert len(created) == 1 and created[0][2] is True and created[0][1].first_dealer == 1
