@@ -1339,6 +1339,22 @@ async def test_a_second_drain_does_nothing():
 
 
 @run
+async def test_a_watch_without_after_seq_asks_for_a_snapshot():
+    """card_games.proto, WatchMatchRequest.after_seq: unset is "start with a snapshot of the
+    current view", so the session layer is asked from -1 (api.MatchService.watch: a snapshot
+    first when after_seq < 0), not after 0, which replays the match from its start; a set 0
+    stays 0."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        for request, after in ((pb.WatchMatchRequest(match_id="m1"), -1),
+                               (pb.WatchMatchRequest(match_id="m1", after_seq=0), 0)):
+            call = srv.games.WatchMatch(request)
+            assert (await call.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+            call.cancel()
+            assert [c[2] for c in service.calls if c[0] == "watch"][-1] == after
+
+
+@run
 async def test_stream_metrics_and_drain_closes_streams():
     service = ScriptedService()
     async with running(service, drain=False) as srv:
