@@ -800,14 +800,17 @@ async def test_a_client_action_id_with_a_control_character_names_its_field():
 @run
 async def test_join_match_hands_its_client_join_id_to_the_session_layer():
     """JoinMatchRequest.client_join_id (the idempotency key of a join: docs/api.md) reaches
-    the session layer as it was sent ("" when unset), with the seat and the name."""
+    the session layer as it was sent ("" when unset), with the seat and the name: a seat 0
+    sent is seat 0, an unset seat None (card_games.proto, JoinMatchRequest.seat: unset, the
+    first open seat)."""
     service = ScriptedService()
     async with running(service) as srv:
         await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1", seat=1, player_name="ada",
                                                       client_join_id="0123456789abcdef-join"))
         await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+        await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1", seat=0))
     assert [c[1:] for c in service.calls if c[0] == "join_match"] == [
-        ("m1", 1, "ada", "0123456789abcdef-join"), ("m1", None, "", "")]
+        ("m1", 1, "ada", "0123456789abcdef-join"), ("m1", None, "", ""), ("m1", 0, "", "")]
 
 
 @run
