@@ -143,6 +143,7 @@ class ScriptedService:
         return api.Inspection(_summary(), api.ViewEnvelope("m1", 3, "active", view))
 
     async def terminate_match(self, match_id, reason):
+        self.calls.append(("terminate_match", match_id, reason))
         return _summary("terminated")
 
     async def export_transcript(self, match_id):
@@ -578,6 +579,7 @@ async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
                                        metadata=admin)
         assert ("submit_action", api.Principal("seat", "m1", 0), "p" * 64, None, "c" * 128) in service.calls
         assert ("join_match", "m1", None, "n" * 64, "") in service.calls
+        assert ("terminate_match", "m1", "r" * 200) in service.calls  # the players' "why"
         over = [
             (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action", 64),
             (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129),
