@@ -107,6 +107,10 @@ def test_late_spectator_gets_a_snapshot_then_live_events():
     for events in (far, fresh):
         assert events[0].kind == "snapshot" and events[0].seq == 12
         assert events[0].view.seat is None and events[0].view.view["hand"] == []
+        # a snapshot is about no seat and no action, and has no why (card_games.proto,
+        # WatchMatchResponse: seat "unset otherwise", reason only for MATCH_ENDED, PRESENCE and
+        # ACTION; docs/api.md, the events)
+        assert (events[0].seat, events[0].action, events[0].by, events[0].reason) == (None, "", "", "")
         assert [(e.kind, e.seq) for e in events[1:]] == [("action", 13), ("action", 14)]
         assert events[-1].view.view == public
         assert {d["seat"] for d in events[0].details["seats"]} == {0, 1}
@@ -688,6 +692,8 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     seq, deadline, first, waited, behind, live = run(go())
     assert [(e.kind, e.seq, e.details) for e in first] == [
         ("heartbeat", seq, {"deadline": deadline, "interval_s": 600})]
+    # nor is a heartbeat about a seat or an action, nor has it a why (as a snapshot above)
+    assert (first[0].seat, first[0].action, first[0].by, first[0].reason) == (None, "", "", "")
     assert waited < 60  # a hang guard only: at once, not after the 600 s interval
     assert [(e.kind, e.seq) for e in behind] == [("action", seq - 1)]
     assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]

@@ -143,6 +143,7 @@ class ScriptedService:
         return api.Inspection(_summary(), api.ViewEnvelope("m1", 3, "active", view))
 
     async def terminate_match(self, match_id, reason):
+        self.calls.append(("terminate_match", match_id, reason))
         return _summary("terminated")
 
     async def export_transcript(self, match_id):
@@ -219,6 +220,9 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
     assert line["code"] == "INTERNAL" and line["reason"] == "INTERNAL"
     assert srv.metrics.value("cardgames_rpc_requests_total",
                              {"method": "/cardgames.v1.CardGamesService/GetView", "code": "INTERNAL"}) == 1
+    # once logged and answered, the error forgets the frames it went through (servicers.
+    # _drop_tracebacks: they held a whole match in memory until a full garbage collection)
+    assert service.error.__traceback__ is None
 
 
 def test_an_error_chain_that_loops_is_answered_with_its_tracebacks_dropped():
@@ -409,6 +413,15 @@ async def test_admin_gate():
         assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
         err = await expect_error(srv.games.CreateMatch(req, metadata=bearer(SEAT_TOKEN)))
         assert err.code == grpc.StatusCode.PERMISSION_DENIED
+        # decks alone, and a first dealer 0 (set, though falsy), are the admin's as well
+        # (docs/api.md, errors: "decks or first_dealer with a token that is not the admin's")
+        decks_only = pb.CreateMatchRequest(game="g")
+        decks_only.decks.add()
+        for only in (decks_only, pb.CreateMatchRequest(game="g", first_dealer=0)):
+            err = await expect_error(srv.games.CreateMatch(only))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED"), only
+            err = await expect_error(srv.games.CreateMatch(only, metadata=bearer(SEAT_TOKEN)))
+            assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN"), only
         await srv.games.CreateMatch(req, metadata=bearer(ADMIN_TOKEN))
         created = [c for c in service.calls if c[0] == "create_match"]
         assert len(created) == 1 and created[0][2] is True and created[0][1].first_dealer == 1
@@ -569,6 +582,7 @@ async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
                                        metadata=admin)
         assert ("submit_action", api.Principal("seat", "m1", 0), "p" * 64, None, "c" * 128) in service.calls
         assert ("join_match", "m1", None, "n" * 64, "") in service.calls
+        assert ("terminate_match", "m1", "r" * 200) in service.calls  # the players' "why"
         over = [
             (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action", 64),
             (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129),
@@ -794,14 +808,17 @@ async def test_a_client_action_id_with_a_control_character_names_its_field():
 @run
 async def test_join_match_hands_its_client_join_id_to_the_session_layer():
     """JoinMatchRequest.client_join_id (the idempotency key of a join: docs/api.md) reaches
-    the session layer as it was sent ("" when unset), with the seat and the name."""
+    the session layer as it was sent ("" when unset), with the seat and the name: a seat 0
+    sent is seat 0, an unset seat None (card_games.proto, JoinMatchRequest.seat: unset, the
+    first open seat)."""
     service = ScriptedService()
     async with running(service) as srv:
         await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1", seat=1, player_name="ada",
                                                       client_join_id="0123456789abcdef-join"))
         await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+        await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1", seat=0))
     assert [c[1:] for c in service.calls if c[0] == "join_match"] == [
-        ("m1", 1, "ada", "0123456789abcdef-join"), ("m1", None, "", "")]
+        ("m1", 1, "ada", "0123456789abcdef-join"), ("m1", None, "", ""), ("m1", 0, "", "")]
 
 
 @run
@@ -1343,6 +1360,22 @@ async def test_a_second_drain_does_nothing():
     # docs/operations.md, Logs: one draining line with the grace given, one stopped line
     assert [(e["event"], e.get("grace_s")) for e in logs if e["event"] in ("draining", "stopped")] == [
         ("draining", 1), ("stopped", None)]
+
+
+@run
+async def test_a_watch_without_after_seq_asks_for_a_snapshot():
+    """card_games.proto, WatchMatchRequest.after_seq: unset is "start with a snapshot of the
+    current view", so the session layer is asked from -1 (api.MatchService.watch: a snapshot
+    first when after_seq < 0), not after 0, which replays the match from its start; a set 0
+    stays 0."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        for request, after in ((pb.WatchMatchRequest(match_id="m1"), -1),
+                               (pb.WatchMatchRequest(match_id="m1", after_seq=0), 0)):
+            call = srv.games.WatchMatch(request)
+            assert (await call.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+            call.cancel()
+            assert [c[2] for c in service.calls if c[0] == "watch"][-1] == after
 
 
 @run
