@@ -338,7 +338,8 @@ def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
 def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
     """Every spectator of a delayed match at one horizon gets the same envelope object (built
     once per position, then encoded once by the transport, like the live views), and a new
-    one once the horizon moves."""
+    one once the horizon moves; a spectator's snapshot at the horizon is that envelope too
+    (LiveMatch.view_at: the current one where it is that seq's)."""
     async def go():
         async with manager(config(heartbeat_interval_s=60)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
@@ -347,12 +348,16 @@ def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
             for _ in range(4):
                 await act_once(mgr, match_id, ps, rng)
             first, again = [await mgr.get_view(match_id, spectator) for _ in range(2)]
+            stream = Stream(mgr, match_id, spectator)
+            await until(lambda: stream.events)
+            await stream.close()
             await act_once(mgr, match_id, ps, rng)
             moved = await mgr.get_view(match_id, spectator)
-            return first, again, moved
+            return first, again, moved, stream.events[0]
 
-    first, again, moved = run(go())
+    first, again, moved, snapshot = run(go())
     assert first.seq == 2 and first is again
+    assert snapshot.kind == "snapshot" and snapshot.seq == 2 and snapshot.view is first
     assert moved.seq == 3 and moved is not first
 
 
