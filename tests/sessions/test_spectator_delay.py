@@ -133,18 +133,24 @@ def test_snapshots_resumes_and_presence_of_a_delayed_spectator():
 
 def test_a_resignation_releases_what_was_withheld():
     """A two-player match ended by a resignation (JJK-10.1): the spectator gets every withheld
-    action, then match_ended, nothing twice."""
+    action, then match_ended, nothing twice. The view of an action released to spectators is
+    the one envelope of that position, GetView's too (LiveMatch._delayed_envelope: built once
+    per position for every spectator); the last one released at the end, the match's final
+    view as it ended, the current one."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker", spectator_delay_actions=DELAY)
-            spec = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            spectator = Principal("spectator", match_id)
+            spec = Stream(mgr, match_id, spectator, 0)
             rng = random.Random(5)
             for _ in range(9):
                 await act_once(mgr, match_id, ps, rng)
             await settle()
             withheld = [e.seq for e in spec.actions()]
+            assert (await mgr.get_view(match_id, spectator)) is spec.actions()[-1].view
             await mgr.leave_match(match_id, ps[1], resign=True)
             await until(lambda: spec.task.done())
+            assert (await mgr.get_view(match_id, spectator)) is spec.actions()[-1].view
             return withheld, spec, mgr.metrics
 
     withheld, spec, metrics = run(go())
