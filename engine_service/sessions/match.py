@@ -512,10 +512,9 @@ class LiveMatch:
             return ""
         known = self._commitments.get(deal)
         if known is None:
-            deck = self.decks.get(deal)
-            if deck is None:
-                return ""
-            known = self._commitments[deal] = deck_commitment(deck)
+            # every deal dealt has its deck: a fold deals only the decks it holds, and the
+            # writer, a start and a catch-up add a deck before they count it dealt
+            known = self._commitments[deal] = deck_commitment(self.decks[deal])
         return known
 
     def presence(self) -> list[dict[str, Any]]:

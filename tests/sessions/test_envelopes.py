@@ -64,7 +64,8 @@ def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active(
     MATCH_NOT_ACTIVE), so no view names a seat to act or offers a legal action, although the
     rules' state still has a player to act, and every view says the match is over, with the
     session's winners (a frontend used to see over=false, winners=[]); a view replayed from before the end has the status
-    the match had then (active), not today's."""
+    the match had then (active), not today's; one built from the state at the last seq, as
+    it ended."""
 
     async def go():
         async with manager() as mgr:
@@ -81,6 +82,10 @@ def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active(
                 spectator = Principal(kind="spectator", match_id=match_id)
                 views = [await mgr.get_view(match_id, p) for p in (*ps, spectator)]
                 replayed = await collect(mgr.watch(match_id, ps[1], 0))
+                # a view built from a fold of the last seq (no seq given: the current one)
+                # is the match as it ended (LiveMatch.envelope), like the current view
+                ended_state, _ = m.fold(m.seq)
+                views += [m.envelope(a, ended_state) for a in (0, SPECTATOR)]
                 out[how] = views, replayed, m.seq
             return out
 

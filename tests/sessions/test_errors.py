@@ -1788,3 +1788,14 @@ def test_concurrent_reads_of_a_match_not_held_load_it_once():
     assert [a.status for a in answers] == ["active", "active"] and answers[0] == answers[1]
     assert (loads, resumed) == (1, 1)
     assert [(e["match_id"], e["seq"], e["status"]) for e in logged] == [(answers[0].match_id, 0, "active")]
+
+
+def test_a_log_line_names_a_rules_error_by_type_and_reason_and_any_other_error_by_its_message():
+    """match.loggable_error: a rules error's message is written for the acting seat ("KC is not
+    in your hand") and stays out of the operator's log, named by its type and reason only; any
+    other error (a store's, an OS error) is logged by its message, which says what failed."""
+    from engine_service.rules.errors import IllegalAction
+    from engine_service.sessions.match import loggable_error
+
+    assert loggable_error(IllegalAction("KC is not in your hand")) == "IllegalAction (ILLEGAL_ACTION)"
+    assert loggable_error(OSError("disk full")) == "disk full"

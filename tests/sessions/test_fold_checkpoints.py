@@ -103,3 +103,17 @@ def test_no_checkpoint_is_left_where_a_deal_waits_for_its_deck():
     live.actions.extend(actions[n:n + 20])
     reference = LiveMatch(record, decks, actions[:n + 20])
     assert observed(*live.fold(n + 10)) == observed(*reference.fold(n + 10, checkpoints=False))
+
+
+def test_a_match_loaded_active_deals_the_deck_its_last_action_makes_due_under_no_deal_limit():
+    """LiveMatch's ``deal_limit`` (the server's --max-match-deals, 0: none): a match read back
+    active whose log ends with the action that completes a deal is folded with the next deal
+    dealt from its stored deck, as MatchWriter.apply dealt it; under a limit it reaches, that
+    deal is not dealt (the match ends there)."""
+    record, decks, actions = long_match("klaberjass", 11)
+    reference = LiveMatch(record, decks, actions)
+    k = next(k for k in range(1, len(actions)) if reference.fold(k, checkpoints=False)[1] == 2)
+    unbounded = LiveMatch(record, decks, actions[:k])
+    assert unbounded.deals_dealt == 2 and unbounded.state.to_act() != CHANCE
+    bounded = LiveMatch(record, decks, actions[:k], deal_limit=1)
+    assert bounded.deals_dealt == 1 and bounded.state.to_act() == CHANCE

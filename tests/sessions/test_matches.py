@@ -112,7 +112,10 @@ def test_whole_match_played_by_bots(game_id):
     actions = [e for e in events if e.kind == "action"]
     assert [e.seq for e in actions] == list(range(events[0].seq + 1, final.seq + 1))
     assert {e.by for e in actions} == {"bot"}
-    assert all(s.present and s.kind == "bot" for s in final.seats)
+    # match.proto SeatInfo: a bot seat is always present, and not `taken` (an open seat that
+    # a player has joined); so say the snapshot's seats (docs/api.md, SNAPSHOT)
+    assert all(s.present and s.kind == "bot" and not s.taken for s in final.seats)
+    assert all(s["present"] and not s["taken"] for s in events[0].details["seats"])
     check_transcript(data, final.seq)
 
 

@@ -2432,6 +2432,10 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
             await mgr.start()
         try:
             slot = mgr._matches[match_id].seats[0]
+            # read back as stored, taken over: no window runs for the heartbeat to touch
+            # (SeatSlot.absence_stored, MatchClock.running)
+            assert slot.absence_stored == (slot.away_since, True) and slot.away_since is not None
+            assert (match_id, 0) not in mgr._clock.running
             resumed = (slot.taken_over, slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
             # docs/operations.md: the takeover bot keeps the seat, said at start-up
             said = [(e["seat"], e["taken_over"]) for e in logs if e["event"] == "grace_resumed"]

@@ -133,18 +133,24 @@ def test_snapshots_resumes_and_presence_of_a_delayed_spectator():
 
 def test_a_resignation_releases_what_was_withheld():
     """A two-player match ended by a resignation (JJK-10.1): the spectator gets every withheld
-    action, then match_ended, nothing twice."""
+    action, then match_ended, nothing twice. The view of an action released to spectators is
+    the one envelope of that position, GetView's too (LiveMatch._delayed_envelope: built once
+    per position for every spectator); the last one released at the end, the match's final
+    view as it ended, the current one."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker", spectator_delay_actions=DELAY)
-            spec = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            spectator = Principal("spectator", match_id)
+            spec = Stream(mgr, match_id, spectator, 0)
             rng = random.Random(5)
             for _ in range(9):
                 await act_once(mgr, match_id, ps, rng)
             await settle()
             withheld = [e.seq for e in spec.actions()]
+            assert (await mgr.get_view(match_id, spectator)) is spec.actions()[-1].view
             await mgr.leave_match(match_id, ps[1], resign=True)
             await until(lambda: spec.task.done())
+            assert (await mgr.get_view(match_id, spectator)) is spec.actions()[-1].view
             return withheld, spec, mgr.metrics
 
     withheld, spec, metrics = run(go())
@@ -338,7 +344,8 @@ def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
 def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
     """Every spectator of a delayed match at one horizon gets the same envelope object (built
     once per position, then encoded once by the transport, like the live views), and a new
-    one once the horizon moves."""
+    one once the horizon moves; a spectator's snapshot at the horizon is that envelope too
+    (LiveMatch.view_at: the current one where it is that seq's)."""
     async def go():
         async with manager(config(heartbeat_interval_s=60)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
@@ -347,12 +354,16 @@ def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
             for _ in range(4):
                 await act_once(mgr, match_id, ps, rng)
             first, again = [await mgr.get_view(match_id, spectator) for _ in range(2)]
+            stream = Stream(mgr, match_id, spectator)
+            await until(lambda: stream.events)
+            await stream.close()
             await act_once(mgr, match_id, ps, rng)
             moved = await mgr.get_view(match_id, spectator)
-            return first, again, moved
+            return first, again, moved, stream.events[0]
 
-    first, again, moved = run(go())
+    first, again, moved, snapshot = run(go())
     assert first.seq == 2 and first is again
+    assert snapshot.kind == "snapshot" and snapshot.seq == 2 and snapshot.view is first
     assert moved.seq == 3 and moved is not first
 
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from engine_service.plugins.host import BotHost
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchEvent, Principal,
                                          SessionError, Unavailable)
 from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
@@ -542,23 +543,32 @@ def test_the_seats_of_presence_events_and_snapshots_say_who_left_for_good():
     ``left``, "the seat's player left the match for good, GJ-12.4, and cannot come back,
     unlike a disconnected player whose seat a bot plays meanwhile: both are
     ``replaced_by_bot``". A Georgian Joker player who leaves is so in the ``left`` event the
-    table gets and in a snapshot taken later. (Mutant: LiveMatch.presence's ``left`` false.)"""
+    table gets and in a snapshot taken later. (Mutant: LiveMatch.presence's ``left`` false.)
+    The bot that plays the seat is named there as in GetMatch (match.proto SeatInfo.bot: "the
+    bot playing for an absent player"; SeatSlot.public)."""
     async def go():
-        async with manager() as mgr:
-            match_id, ps = await open_match(mgr, "georgian_joker")
-            stream = Stream(mgr, match_id, ps[0])
-            await until(lambda: bool(stream.events))
-            await mgr.leave_match(match_id, ps[3], resign=False)
-            await until(lambda: any(e.reason == "left" for e in stream.events))
-            [snapshot] = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
-                                       until=lambda e: True)
-            await stream.close()
-            return next(e for e in stream.events if e.reason == "left"), snapshot
+        host = BotHost(workers=1, autoload=False)
+        try:
+            async with manager(host=host) as mgr:
+                match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="random")
+                stream = Stream(mgr, match_id, ps[0])
+                await until(lambda: bool(stream.events))
+                await mgr.leave_match(match_id, ps[3], resign=False)
+                await until(lambda: any(e.reason == "left" for e in stream.events))
+                [snapshot] = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
+                                           until=lambda e: True)
+                summary = await mgr.get_match(match_id)
+                await stream.close()
+                return next(e for e in stream.events if e.reason == "left"), snapshot, summary
+        finally:
+            await host.close()
 
-    left, snapshot = run(go())
+    left, snapshot, summary = run(go())
     assert snapshot.kind == "snapshot"
     for seats in (left.details["seats"], snapshot.details["seats"]):
         assert [(x["left"], x["replaced_by_bot"]) for x in seats] == [(False, False)] * 3 + [(True, True)]
+        assert [x["bot"] for x in seats] == [""] * 3 + ["random"]
+    assert [s.bot for s in summary.seats] == [""] * 3 + ["random"]
 
 
 def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
