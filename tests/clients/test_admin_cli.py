@@ -929,10 +929,11 @@ def test_a_page_size_is_refused_from_the_first_number_an_int32_cannot_hold(capsy
     assert refused.value.code == 2 and "argument --limit: 2147483648 is beyond the API's 32-bit integers" in err, err
 
 
-def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch):
+def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch, tmp_path):
     """``--admin-token-file -`` reads standard input up to the token limit (read_token: "the
     file is read up to TOKEN_LIMIT"), so ``< /dev/zero`` or a stream that never ends is a
-    usage error, not a read that fills the memory or never returns."""
+    usage error, not a read that fills the memory or never returns; a token as long as the
+    limit is read ("larger than 65536 bytes" is refused)."""
     class Endless:
         def read(self, size: int = -1) -> str:
             assert size >= 0, "standard input was read to its end"
@@ -941,6 +942,19 @@ def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monk
     monkeypatch.setattr(sys, "stdin", Endless())
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+    # "larger than": a token of the limit itself is read, from standard input as from a file
+    import io
+
+    engine, _ = stand_in(monkeypatch, pages={"": cg.MatchPage([], "")})
+    longest = "a" * admin_cli.TOKEN_LIMIT
+    monkeypatch.setattr(sys, "stdin", io.StringIO(longest))
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", "--admin-token-file", "-")
+    assert (status, engine.made_with["token"]) == (0, longest), err
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(longest)
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", "--admin-token-file",
+                                  str(token_file))
+    assert (status, engine.made_with["token"]) == (0, longest), err
 
 
 def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeypatch):
