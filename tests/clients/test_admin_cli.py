@@ -814,16 +814,18 @@ def test_inspect_and_terminate_json(capsys, monkeypatch):
 def test_output_dash_is_standard_output_and_the_connection_options_reach_the_call(capsys, monkeypatch, tmp_path):
     """``-o -`` is standard output (docs/operations.md: "`-o -` is stdout"), for ``export``
     and ``reissue-token``: no file named ``-``; the token alone on stdout, the note naming the
-    seat on stderr. ``--timeout`` is the calls' deadline (default 10 s, its help), ``--server-name``
-    the TLS name."""
+    seat on stderr. ``--timeout`` is the calls' deadline (default 10 s, its help), ``--tls``
+    connects with TLS (the system's roots without ``--ca``), ``--server-name`` the TLS name."""
     transcript = '{"schema": "card-transcript/1", "deals": []}'
     engine, connected = stand_in(monkeypatch, export=transcript,
                                  reissue=admin_pb2.ReissueSeatTokenResponse(seat=1, seat_token="n3w-t0ken"))
     monkeypatch.chdir(tmp_path)
     status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "-o", "-")
     assert (status, out) == (0, transcript + "\n") and engine.calls == [("export", "M1")]
-    # no --timeout: its help's "default 10", for the connection and the call
-    assert (connected["timeout_s"], engine.made_with["timeout_s"]) == (10.0, 10.0)
+    # no --timeout: its help's "default 10", for the connection and the call; no --tls: plain
+    assert (connected["timeout_s"], engine.made_with["timeout_s"], connected["tls"]) == (10.0, 10.0, False)
+    status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "--tls")
+    assert status == 0 and (connected["tls"], connected["root_certificates"]) == (True, None), err  # the system's roots
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "--timeout", "3", "--server-name",
                                   "engine.example", "reissue-token", "M1", "1", "-o", "-", token="adm1n")
     assert (status, out) == (0, "n3w-t0ken\n") and engine.calls[-1] == ("reissue", "M1", 1)
