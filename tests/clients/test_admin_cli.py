@@ -965,11 +965,18 @@ def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monk
 def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeypatch):
     """``--`` ends the options, as argparse reads it (the unknown-option check stops there,
     clients/admin.py _unknown_option): ``terminate --reason R -- -M1`` ends the match ``-M1``
-    rather than refusing ``-M`` as an unrecognized option."""
+    rather than refusing ``-M`` as an unrecognized option. A negative number is a value too, as
+    argparse reads it (_unknown_option: "argparse reads these as values, not options: a negative
+    number"), a decimal one included: ``--reason -0.5`` is the reason, not option ``-0``."""
     engine, _ = stand_in(monkeypatch, terminate=a_summary(match_id="-M1", status=match_pb2.MATCH_STATUS_TERMINATED))
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "--reason", "r", "--json",
                                   "--", "-M1")
     assert status == 0 and engine.calls == [("terminate", "-M1", "r")], err
+    for reason in ("-2", "-0.5", "-.5"):
+        engine.calls.clear()
+        status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "M1", "--reason", reason,
+                                      "--json")
+        assert status == 0 and engine.calls == [("terminate", "M1", reason)], (reason, err)
 
 
 def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
