@@ -849,6 +849,22 @@ def test_an_error_line_is_one_line_naming_status_reason_and_message():
     assert "(no admin token: give --admin-token-file PATH" in admin_cli.error_line(unauthenticated, None)
 
 
+def test_the_command_masks_the_token_it_sent_in_a_refusal(capsys, monkeypatch):
+    """The command's own error line (main, not only error_line): the admin token it sent is
+    never printed (module docstring: "it is never printed"; docs/operations.md Admin tasks),
+    even when the engine's message quotes it, and a token the engine answers UNAUTHENTICATED
+    to is said to be refused, not missing."""
+    engine, _ = stand_in(monkeypatch)
+
+    async def refuse(match_id):
+        raise cg.CardGamesError(grpc.StatusCode.UNAUTHENTICATED, "unknown token s3cr3t-adm1n", reason="BAD_TOKEN")
+
+    monkeypatch.setattr(engine, "inspect", refuse, raising=False)
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1", token="s3cr3t-adm1n")
+    assert (status, out) == (1, "")
+    assert err == "error: UNAUTHENTICATED (BAD_TOKEN): unknown token *** (the admin token was refused)\n", err
+
+
 def test_the_admin_token_loses_its_surrounding_whitespace(capsys, monkeypatch, tmp_path):
     """docs/operations.md (``--admin-token``): a token read from a file or a Secret may end
     with a newline, or hold spaces around it: it is dropped, "as `clients.admin` drops it",
