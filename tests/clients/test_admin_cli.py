@@ -457,11 +457,12 @@ def test_standard_output_that_cannot_be_written_is_one_line(engine):
             result = to_full_disk(*args, unbuffered=unbuffered)
             assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left "
                                                               "on device)\n"), (args, unbuffered, result.stderr)
-    result = to_full_disk("reissue-token", match_id, "1")
-    assert (result.returncode, result.stderr) == (1, (
-        "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
-        "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
-        "another\n")), result.stderr
+    for unbuffered in (True, False):  # buffered, the token's failed write was tried again at exit
+        result = to_full_disk("reissue-token", match_id, "1", unbuffered=unbuffered)
+        assert (result.returncode, result.stderr) == (1, (
+            "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
+            "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
+            "another\n")), (unbuffered, result.stderr)
 
     async def old_token_refused():
         async with cg.connect(engine.target) as client:
