@@ -420,6 +420,7 @@ def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(caps
     monkeypatch.setattr(sys, "stdin", io.StringIO("a" * (64 * 1024 + 1)))
     status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+    assert "aaaa" not in out + err, err  # not a part of it either
     # the file that cannot be read or is not text: one line naming it, the system's reason
     missing, binary = tmp_path / "missing.token", tmp_path / "binary.token"
     binary.write_bytes(b"\xff\xfe token")
