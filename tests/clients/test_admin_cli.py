@@ -644,6 +644,9 @@ def test_the_result_line_names_who_resigned_forfeited_was_absent_or_left():
                  "absent": [0, 1, 2, 3]}).endswith("; absent ada, bob, cy, dee")
     assert line({"outcome": "terminated", "reason": "late", "winners": [], "totals": [0, 0, 0, 0],
                  "over": True}) == "result: terminated (late); winners none; totals [0, 0, 0, 0]"
+    # an empty list names no seat: nothing is added
+    assert line({"outcome": "completed", "winners": [0], "totals": [1, 2, 3, 4], "over": True,
+                 "abandoned": []}) == "result: completed; winners ada; totals [1, 2, 3, 4]"
 
 
 # ---- the commands against a stand-in for the engine (fast, in this process) -----------------
