@@ -892,6 +892,8 @@ def test_the_summary_reads_turn_time_spectators_and_options_as_the_proto_means_t
         return admin_cli.summary_lines(summary)[1].plain
 
     assert details(a_summary()) == "created 2026-01-02 03:04:05Z, no turn time, no spectators"
+    # a delay is no spectator's when none may watch
+    assert details(a_summary(spectator_delay_actions=3)) == "created 2026-01-02 03:04:05Z, no turn time, no spectators"
     timed = a_summary(spectators_allowed=True, options={"kl_target_score": match_pb2.OptionValue(int_value=301),
                                                          "kl_schmeiss": match_pb2.OptionValue(bool_value=True)})
     timed.turn_time.FromSeconds(30)
