@@ -794,6 +794,17 @@ def test_inspect_shows_the_state_of_play_every_hand_and_zone(capsys, monkeypatch
                           "tricks taken this deal: [1, 0]", "trick: ada: K♦"], out
     assert lines[-6:] == ["hands (hidden cards):", "  ada [2]: 10♥ 7♠", "  bob [0]: —", "zones:", "  stock [1]: A♦",
                           "decks dealt: 3 (inspect --json or export for the cards)"], out
+    # the deal in play is the one after those scored (none yet: the first); a match ended (its
+    # view's status, terminated here) names the deals scored and no tricks of a deal in play;
+    # a match not over (waiting for its players here) has no result line
+    assert lines[3].startswith("deal 1, phase play, "), out
+    waiting = an_inspection()
+    waiting.match.status = match_pb2.MATCH_STATUS_WAITING
+    assert not any(t.plain.startswith("result:") for t in admin_cli.inspect_lines(waiting))
+    ended = an_inspection()
+    ended.view.status = match_pb2.MATCH_STATUS_TERMINATED
+    text = [t.plain for t in admin_cli.inspect_lines(ended)]
+    assert text[3].startswith("0 deal(s) scored, phase play, ") and not any("tricks taken" in t for t in text), text
 
 
 def test_inspect_and_terminate_json(capsys, monkeypatch):
