@@ -930,6 +930,27 @@ def test_a_refused_call_leaves_no_file_behind(capsys, monkeypatch, tmp_path):
         assert list(tmp_path.iterdir()) == [], args
 
 
+def test_an_export_file_that_fails_after_the_call_is_named_and_not_left_half_written(capsys, monkeypatch, tmp_path):
+    """``export -o FILE`` whose write fails after the call (a full disk at fsync): one line
+    naming FILE and the system's reason, exit status 2 as for a path that cannot be written,
+    and neither FILE nor the new file beside it (PrivateFile.commit: "``path`` is as it was and
+    the new file is gone"; docs/operations.md: "never half written"). It is not the standard
+    output that failed."""
+    import errno
+
+    engine, _ = stand_in(monkeypatch, export='{"schema": "card-transcript/1", "deals": []}')
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    out = tmp_path / "match.json"
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "-o", str(out))
+    assert (status, printed) == (2, "") and engine.calls == [("export", "M1")], err
+    assert err.strip().endswith(f"error: cannot write {out}: No space left on device"), err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_token_file_is_written_whole_where_no_space_can_be_set_aside(capsys, monkeypatch, tmp_path):
     """``reissue-token -o FILE`` sets the file's space aside before the call; a file system
     that cannot (posix_fallocate: EOPNOTSUPP, EINVAL, ENOSYS) still gets the file (PrivateFile,
