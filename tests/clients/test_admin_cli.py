@@ -1048,7 +1048,7 @@ def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
                                       "export", "M1", "-o", str(out))
     assert status == 0 and engine.made_with["token"] == "adm1n", err
     assert json.loads(out.read_text())["schema"] == "card-transcript/1"
-    assert f"written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
+    assert f"match M1: 0 deal(s), 0 action(s) written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
     status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o",
                                       str(tmp_path / "seat\udcff.token"), token="adm1n")
     assert status == 0 and (tmp_path / "seat\udcff.token").read_text() == "n3w-t0ken\n", err
