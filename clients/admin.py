@@ -131,8 +131,6 @@ def _scalar(field: Any, value: Any) -> Any:
         return _enum_value(field, value)
     if field.type == field.TYPE_MESSAGE:
         return jsonable(value)
-    if field.type == field.TYPE_BYTES:
-        return value.hex()
     return value
 
 

@@ -420,6 +420,7 @@ def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(caps
     monkeypatch.setattr(sys, "stdin", io.StringIO("a" * (64 * 1024 + 1)))
     status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+    assert "aaaa" not in out + err, err  # not a part of it either
     # the file that cannot be read or is not text: one line naming it, the system's reason
     missing, binary = tmp_path / "missing.token", tmp_path / "binary.token"
     binary.write_bytes(b"\xff\xfe token")
@@ -457,11 +458,12 @@ def test_standard_output_that_cannot_be_written_is_one_line(engine):
             result = to_full_disk(*args, unbuffered=unbuffered)
             assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left "
                                                               "on device)\n"), (args, unbuffered, result.stderr)
-    result = to_full_disk("reissue-token", match_id, "1")
-    assert (result.returncode, result.stderr) == (1, (
-        "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
-        "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
-        "another\n")), result.stderr
+    for unbuffered in (True, False):  # buffered, the token's failed write was tried again at exit
+        result = to_full_disk("reissue-token", match_id, "1", unbuffered=unbuffered)
+        assert (result.returncode, result.stderr) == (1, (
+            "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
+            "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
+            "another\n")), (unbuffered, result.stderr)
 
     async def old_token_refused():
         async with cg.connect(engine.target) as client:
@@ -642,6 +644,9 @@ def test_the_result_line_names_who_resigned_forfeited_was_absent_or_left():
                  "absent": [0, 1, 2, 3]}).endswith("; absent ada, bob, cy, dee")
     assert line({"outcome": "terminated", "reason": "late", "winners": [], "totals": [0, 0, 0, 0],
                  "over": True}) == "result: terminated (late); winners none; totals [0, 0, 0, 0]"
+    # an empty list names no seat: nothing is added
+    assert line({"outcome": "completed", "winners": [0], "totals": [1, 2, 3, 4], "over": True,
+                 "abandoned": []}) == "result: completed; winners ada; totals [1, 2, 3, 4]"
 
 
 # ---- the commands against a stand-in for the engine (fast, in this process) -----------------
@@ -789,6 +794,17 @@ def test_inspect_shows_the_state_of_play_every_hand_and_zone(capsys, monkeypatch
                           "tricks taken this deal: [1, 0]", "trick: ada: K♦"], out
     assert lines[-6:] == ["hands (hidden cards):", "  ada [2]: 10♥ 7♠", "  bob [0]: —", "zones:", "  stock [1]: A♦",
                           "decks dealt: 3 (inspect --json or export for the cards)"], out
+    # the deal in play is the one after those scored (none yet: the first); a match ended (its
+    # view's status, terminated here) names the deals scored and no tricks of a deal in play;
+    # a match not over (waiting for its players here) has no result line
+    assert lines[3].startswith("deal 1, phase play, "), out
+    waiting = an_inspection()
+    waiting.match.status = match_pb2.MATCH_STATUS_WAITING
+    assert not any(t.plain.startswith("result:") for t in admin_cli.inspect_lines(waiting))
+    ended = an_inspection()
+    ended.view.status = match_pb2.MATCH_STATUS_TERMINATED
+    text = [t.plain for t in admin_cli.inspect_lines(ended)]
+    assert text[3].startswith("0 deal(s) scored, phase play, ") and not any("tricks taken" in t for t in text), text
 
 
 def test_inspect_and_terminate_json(capsys, monkeypatch):
@@ -814,13 +830,18 @@ def test_inspect_and_terminate_json(capsys, monkeypatch):
 def test_output_dash_is_standard_output_and_the_connection_options_reach_the_call(capsys, monkeypatch, tmp_path):
     """``-o -`` is standard output (docs/operations.md: "`-o -` is stdout"), for ``export``
     and ``reissue-token``: no file named ``-``; the token alone on stdout, the note naming the
-    seat on stderr. ``--timeout`` is the calls' deadline, ``--server-name`` the TLS name."""
+    seat on stderr. ``--timeout`` is the calls' deadline (default 10 s, its help), ``--tls``
+    connects with TLS (the system's roots without ``--ca``), ``--server-name`` the TLS name."""
     transcript = '{"schema": "card-transcript/1", "deals": []}'
     engine, connected = stand_in(monkeypatch, export=transcript,
                                  reissue=admin_pb2.ReissueSeatTokenResponse(seat=1, seat_token="n3w-t0ken"))
     monkeypatch.chdir(tmp_path)
     status, out, _ = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "-o", "-")
     assert (status, out) == (0, transcript + "\n") and engine.calls == [("export", "M1")]
+    # no --timeout: its help's "default 10", for the connection and the call; no --tls: plain
+    assert (connected["timeout_s"], engine.made_with["timeout_s"], connected["tls"]) == (10.0, 10.0, False)
+    status, _, err = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "--tls")
+    assert status == 0 and (connected["tls"], connected["root_certificates"]) == (True, None), err  # the system's roots
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "--timeout", "3", "--server-name",
                                   "engine.example", "reissue-token", "M1", "1", "-o", "-", token="adm1n")
     assert (status, out) == (0, "n3w-t0ken\n") and engine.calls[-1] == ("reissue", "M1", 1)
@@ -842,6 +863,22 @@ def test_an_error_line_is_one_line_naming_status_reason_and_message():
     unauthenticated = cg.CardGamesError(grpc.StatusCode.UNAUTHENTICATED, "bad token", reason="BAD_TOKEN")
     assert admin_cli.error_line(unauthenticated, "t0ken").endswith(": bad token (the admin token was refused)")
     assert "(no admin token: give --admin-token-file PATH" in admin_cli.error_line(unauthenticated, None)
+
+
+def test_the_command_masks_the_token_it_sent_in_a_refusal(capsys, monkeypatch):
+    """The command's own error line (main, not only error_line): the admin token it sent is
+    never printed (module docstring: "it is never printed"; docs/operations.md Admin tasks),
+    even when the engine's message quotes it, and a token the engine answers UNAUTHENTICATED
+    to is said to be refused, not missing."""
+    engine, _ = stand_in(monkeypatch)
+
+    async def refuse(match_id):
+        raise cg.CardGamesError(grpc.StatusCode.UNAUTHENTICATED, "unknown token s3cr3t-adm1n", reason="BAD_TOKEN")
+
+    monkeypatch.setattr(engine, "inspect", refuse, raising=False)
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "inspect", "M1", token="s3cr3t-adm1n")
+    assert (status, out) == (1, "")
+    assert err == "error: UNAUTHENTICATED (BAD_TOKEN): unknown token *** (the admin token was refused)\n", err
 
 
 def test_the_admin_token_loses_its_surrounding_whitespace(capsys, monkeypatch, tmp_path):
@@ -866,6 +903,8 @@ def test_the_summary_reads_turn_time_spectators_and_options_as_the_proto_means_t
         return admin_cli.summary_lines(summary)[1].plain
 
     assert details(a_summary()) == "created 2026-01-02 03:04:05Z, no turn time, no spectators"
+    # a delay is no spectator's when none may watch
+    assert details(a_summary(spectator_delay_actions=3)) == "created 2026-01-02 03:04:05Z, no turn time, no spectators"
     timed = a_summary(spectators_allowed=True, options={"kl_target_score": match_pb2.OptionValue(int_value=301),
                                                          "kl_schmeiss": match_pb2.OptionValue(bool_value=True)})
     timed.turn_time.FromSeconds(30)
@@ -889,6 +928,27 @@ def test_a_refused_call_leaves_no_file_behind(capsys, monkeypatch, tmp_path):
         status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", *args, "-o", str(tmp_path / "out"))
         assert (status, out) == (1, "") and err == "error: NOT_FOUND (MATCH_NOT_FOUND): no such match\n", (args, err)
         assert list(tmp_path.iterdir()) == [], args
+
+
+def test_an_export_file_that_fails_after_the_call_is_named_and_not_left_half_written(capsys, monkeypatch, tmp_path):
+    """``export -o FILE`` whose write fails after the call (a full disk at fsync): one line
+    naming FILE and the system's reason, exit status 2 as for a path that cannot be written,
+    and neither FILE nor the new file beside it (PrivateFile.commit: "``path`` is as it was and
+    the new file is gone"; docs/operations.md: "never half written"). It is not the standard
+    output that failed."""
+    import errno
+
+    engine, _ = stand_in(monkeypatch, export='{"schema": "card-transcript/1", "deals": []}')
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    out = tmp_path / "match.json"
+    status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "export", "M1", "-o", str(out))
+    assert (status, printed) == (2, "") and engine.calls == [("export", "M1")], err
+    assert err.strip().endswith(f"error: cannot write {out}: No space left on device"), err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_token_file_is_written_whole_where_no_space_can_be_set_aside(capsys, monkeypatch, tmp_path):
@@ -929,10 +989,11 @@ def test_a_page_size_is_refused_from_the_first_number_an_int32_cannot_hold(capsy
     assert refused.value.code == 2 and "argument --limit: 2147483648 is beyond the API's 32-bit integers" in err, err
 
 
-def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch):
+def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monkeypatch, tmp_path):
     """``--admin-token-file -`` reads standard input up to the token limit (read_token: "the
     file is read up to TOKEN_LIMIT"), so ``< /dev/zero`` or a stream that never ends is a
-    usage error, not a read that fills the memory or never returns."""
+    usage error, not a read that fills the memory or never returns; a token as long as the
+    limit is read ("larger than 65536 bytes" is refused)."""
     class Endless:
         def read(self, size: int = -1) -> str:
             assert size >= 0, "standard input was read to its end"
@@ -941,16 +1002,36 @@ def test_a_standard_input_without_end_is_read_up_to_the_token_limit(capsys, monk
     monkeypatch.setattr(sys, "stdin", Endless())
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+    # "larger than": a token of the limit itself is read, from standard input as from a file
+    import io
+
+    engine, _ = stand_in(monkeypatch, pages={"": cg.MatchPage([], "")})
+    longest = "a" * admin_cli.TOKEN_LIMIT
+    monkeypatch.setattr(sys, "stdin", io.StringIO(longest))
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", "--admin-token-file", "-")
+    assert (status, engine.made_with["token"]) == (0, longest), err
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(longest)
+    status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "list", "--json", "--admin-token-file",
+                                  str(token_file))
+    assert (status, engine.made_with["token"]) == (0, longest), err
 
 
 def test_what_follows_a_double_dash_is_an_argument_not_an_option(capsys, monkeypatch):
     """``--`` ends the options, as argparse reads it (the unknown-option check stops there,
     clients/admin.py _unknown_option): ``terminate --reason R -- -M1`` ends the match ``-M1``
-    rather than refusing ``-M`` as an unrecognized option."""
+    rather than refusing ``-M`` as an unrecognized option. A negative number is a value too, as
+    argparse reads it (_unknown_option: "argparse reads these as values, not options: a negative
+    number"), a decimal one included: ``--reason -0.5`` is the reason, not option ``-0``."""
     engine, _ = stand_in(monkeypatch, terminate=a_summary(match_id="-M1", status=match_pb2.MATCH_STATUS_TERMINATED))
     status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "--reason", "r", "--json",
                                   "--", "-M1")
     assert status == 0 and engine.calls == [("terminate", "-M1", "r")], err
+    for reason in ("-2", "-0.5", "-.5"):
+        engine.calls.clear()
+        status, out, err = in_process(capsys, monkeypatch, "--target", "h:1", "terminate", "M1", "--reason", reason,
+                                      "--json")
+        assert status == 0 and engine.calls == [("terminate", "M1", reason)], (reason, err)
 
 
 def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
@@ -967,7 +1048,7 @@ def test_a_path_may_hold_bytes_that_are_not_utf8(capsys, monkeypatch, tmp_path):
                                       "export", "M1", "-o", str(out))
     assert status == 0 and engine.made_with["token"] == "adm1n", err
     assert json.loads(out.read_text())["schema"] == "card-transcript/1"
-    assert f"written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
+    assert f"match M1: 0 deal(s), 0 action(s) written to {tmp_path}/match\\xff.json (mode 0600" in printed, printed
     status, printed, err = in_process(capsys, monkeypatch, "--target", "h:1", "reissue-token", "M1", "0", "-o",
                                       str(tmp_path / "seat\udcff.token"), token="adm1n")
     assert status == 0 and (tmp_path / "seat\udcff.token").read_text() == "n3w-t0ken\n", err
