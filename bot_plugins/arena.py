@@ -497,6 +497,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _bot_names(text: str) -> tuple[str, ...]:
+    """argparse ``type`` of ``--bots``: the names, spaces around them dropped. A blank name
+    among them (``a,,b``, ``a,``) is a usage error, as in ``clients.play --bots``: it was
+    dropped without a word, so the names left sat in other rotations than the ones written.
+    No name at all (``" , "`` too) is left to :func:`rotations`: at least one bot is needed."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not any(names):
+        return ()
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"a blank bot name in {text!r}: give names separated by single commas")
+    return names
+
+
 def _milliseconds(text: str) -> float:
     """argparse ``type`` of ``--time-ms``: a finite number above 0 (-1 or nan was told to the
     bots as their budget)."""
@@ -562,7 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0],
                                 allow_abbrev=False)
     p.add_argument("--game", required=True, help="game id")
-    p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
+    p.add_argument("--bots", required=True, type=_bot_names,
+                   help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=_positive_int, default=200,
                    help="boards, each played in every rotation (default 200)")
     p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
@@ -582,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(p, argv)
     quiet_logs()
     config = ArenaConfig(
-        game=args.game, bots=tuple(b.strip() for b in args.bots.split(",") if b.strip()),
+        game=args.game, bots=args.bots,
         deals=args.deals, seed=args.seed, workers=args.workers, options=args.options,
         budget_s=args.time_ms / 1000.0, strict_time=args.strict_time, out=args.out,
         plugins=tuple(args.plugin), progress=not args.no_progress)

@@ -449,6 +449,10 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--time-ms", "0"], "--time-ms: must be a number of milliseconds above 0"),
     (["--bots", "random,heuristic,random"], "error: 3 bots for 2 seats"),
     (["--bots", " , "], "error: at least one bot is needed"),  # no name left once spaces are dropped
+    (["--bots", " "], "error: at least one bot is needed"),
+    # a blank name between names was dropped, the others seated in other rotations than written
+    (["--bots", "random,,heuristic"], "--bots: a blank bot name in 'random,,heuristic': give names separated"),
+    (["--bots", "random, "], "--bots: a blank bot name in 'random, ': give names separated by single commas"),
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
     (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
@@ -567,7 +571,7 @@ def test_an_existing_json_report_the_user_may_not_write_is_refused(tmp_path, mon
 
 def test_the_flags_defaults_and_the_bots_list(monkeypatch, tmp_path):
     """docs/bots.md: ``--time-ms`` is 200 by default; ``--bots`` is comma-separated, spaces
-    and empty names dropped; ``--deals`` 200 and ``--seed`` 1 by default; ``--workers`` one per
+    around the names dropped (a blank name is a usage error, above); ``--deals`` 200 and ``--seed`` 1 by default; ``--workers`` one per
     core (its help); late answers count only with ``--strict-time``."""
     got = []
 
@@ -576,7 +580,7 @@ def test_the_flags_defaults_and_the_bots_list(monkeypatch, tmp_path):
         return summarize(config, [], 0.0)
 
     monkeypatch.setattr(arena, "run_arena", run)
-    assert arena.main(["--game", "klaberjass", "--bots", " random , heuristic,", "--no-progress"]) == 0
+    assert arena.main(["--game", "klaberjass", "--bots", " random , heuristic ", "--no-progress"]) == 0
     (config,) = got
     assert config.bots == ("random", "heuristic")
     assert (config.budget_s, config.deals, config.seed) == (0.2, 200, 1)
