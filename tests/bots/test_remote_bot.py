@@ -176,6 +176,27 @@ def test_a_result_line_it_cannot_write_is_one_line_not_a_traceback(engine):
     assert "Traceback" not in result.stderr
 
 
+def test_a_reader_that_left_ends_it_quietly_with_exit_status_1(engine):
+    """docs/bots.md: the reader of its output gone (``| head``) ends it quietly with exit
+    status 1 (the match was not seen to its end), no ``error:`` line and no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("PYTHONUNBUFFERED", None)
+    proc = subprocess.Popen([sys.executable, "-m", "clients.remote_bot", "--target", engine.target, "--bot",
+                             "heuristic", "--game", "klaberjass", "--opponents", "random", "--option",
+                             "kl_target_score=100", "--seed", "1", "--verbose"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=root, env=env, stdin=subprocess.DEVNULL)
+    proc.stdout.close()  # the reader left before the first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 1, err
+    assert "Traceback" not in err and "error:" not in err, err
+
+
 @pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout"),
                                           ("wrecks", "exception")])
 def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
@@ -391,13 +412,15 @@ def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path, capsys, mo
     assert "Traceback" not in err and list((tmp_path / "tmp").iterdir()) == []
 
 
-@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13", "86400000.5"])
 def test_a_budget_that_is_not_a_positive_number_of_milliseconds_is_a_usage_error(budget, capsys):
-    """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision."""
+    """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision; at
+    most a day (docs/bots.md)."""
     with pytest.raises(SystemExit) as exit_:
         remote_bot.build_parser().parse_args(["--bot", "random", "--game", "klaberjass", f"--budget-ms={budget}"])
     assert exit_.value.code == 2 and "--budget-ms" in capsys.readouterr().err
     assert remote_bot.build_parser().parse_args(["--bot", "random", "--budget-ms", "250"]).budget_ms == 250.0
+    assert remote_bot.build_parser().parse_args(["--bot", "random", "--budget-ms", "86400000"]).budget_ms == 86_400_000
 
 
 HUNG_DECISION = """
