@@ -187,7 +187,9 @@ def _call(bot: Any, method: str, *args: Any) -> None:
     if callable(fn):
         try:
             fn(*args)
-        except Exception:  # a callback's failure must not stop the match (Bot protocol)
+        # a callback's failure must not stop the match (Bot protocol), a sys.exit in it neither:
+        # docs/bots.md, "one that raises is ignored" (in decide it is a crash, played as such)
+        except (Exception, SystemExit):
             pass
 
 

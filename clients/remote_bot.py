@@ -166,7 +166,9 @@ def _call(bot: Any, method: str, *args: Any) -> None:
     if callable(fn):
         try:
             fn(*args)
-        except Exception as exc:  # a callback's failure never stops the match (Bot protocol)
+        # a callback's failure never stops the match (Bot protocol), a sys.exit in it neither:
+        # docs/bots.md, "one that raises is ignored" (in decide it is a crash, played as such)
+        except (Exception, SystemExit) as exc:
             print(f"remote_bot: {method} raised {type(exc).__name__}", file=sys.stderr)
 
 

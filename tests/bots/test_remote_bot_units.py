@@ -301,6 +301,20 @@ def test_a_callback_that_raises_or_is_missing_does_not_stop_the_match(capsys):
                                                     "remote_bot: on_deal_end raised RuntimeError"]
 
 
+def test_a_callback_that_calls_sys_exit_is_ignored_too(capsys):
+    """docs/bots.md: a callback "that raises is ignored", a ``sys.exit`` in it too: it ended
+    the client in the middle of the match."""
+
+    class Exits:
+        def on_deal_end(self, view):
+            raise SystemExit(3)
+
+    session = ScriptedSession([snapshot(1), action(2, deals_scored=1, my_turn=True), ended(3)])
+    play(session, ScriptedRunner(Exits()))
+    assert session.submitted == [(LEGAL[0], 1), (LEGAL[0], 2)]
+    assert capsys.readouterr().err.splitlines() == ["remote_bot: on_deal_end raised SystemExit"]
+
+
 def test_a_failed_decision_plays_the_auto_move_of_a_fresh_view(capsys):
     """docs/bots.md: a bot failure is replaced by the rulebook's auto-move, computed from the
     event's view rebuilt (the failed bot wrecked its copy); each failure is counted by reason."""
