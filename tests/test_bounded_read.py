@@ -91,6 +91,23 @@ def test_a_pipe_whose_writer_is_slow_is_read_to_its_end(tmp_path):
         os.close(keeper)
 
 
+def test_a_pipe_longer_than_the_limit_is_refused_without_waiting_for_its_end(tmp_path):
+    """``--token-file <(yes)``, a writer that never stops: the pipe is read up to its limit
+    and one byte more and refused there, not read on to an end that never comes (the memory
+    filled, or the command waited for ever). The writer here is still open when it is refused."""
+    path = _fifo(tmp_path)
+    keeper = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer open the pipe now
+    write = os.open(path, os.O_WRONLY)
+    try:
+        os.write(write, b"y" * 101)
+        kind, error = _in_a_thread(lambda: read_bounded(path, 100))
+    finally:
+        os.close(write)
+        os.close(keeper)
+    assert kind == "error" and isinstance(error, FileRefused), error
+    assert str(error) == "larger than 100 bytes"
+
+
 def test_read_named_names_the_file_and_the_reason(tmp_path):
     missing, big = tmp_path / "missing.pem", tmp_path / "big.pem"
     big.write_bytes(b"x" * 11)
