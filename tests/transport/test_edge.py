@@ -359,6 +359,9 @@ def test_a_call_without_an_authorization_header_has_no_token():
     assert bearer_token(None) is None and bearer_token([]) is None
     assert bearer_token([("x-other", "Bearer " + SEAT_TOKEN)]) is None
     assert bearer_token([("Authorization", "Bearer " + SEAT_TOKEN)]) == SEAT_TOKEN
+    # only that name: a proxy's own credentials, or a header named like it, carry no token
+    for name in ("proxy-authorization", "x-authorization", "authorization-bin"):
+        assert bearer_token([(name, "Bearer " + SEAT_TOKEN)]) is None, name
 
 
 def test_a_token_longer_than_512_characters_is_malformed_before_any_comparison():
