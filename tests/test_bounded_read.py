@@ -124,6 +124,26 @@ def test_read_named_names_the_file_and_the_reason(tmp_path):
     assert kind == "error" and str(error) == f"the certificate {fifo}: a pipe, not a regular file"
 
 
+def test_a_file_that_cannot_be_opened_for_any_reason_is_one_line_naming_it(tmp_path):
+    """Not only a missing file: a symbolic link that loops, or a socket (which Linux will not
+    open), is the same one line, ``cannot read WHAT PATH: <the system's reason>``, not a
+    traceback of the OSError."""
+    import socket
+
+    loop = tmp_path / "loop.pem"
+    loop.symlink_to(loop)
+    sock_path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(sock_path))
+        for path, reason in ((loop, "Too many levels of symbolic links"), (sock_path, "No such device or address")):
+            with pytest.raises(UnreadableFile) as info:
+                read_named(path, 10, "the CA file")
+            assert str(info.value) == f"cannot read the CA file {path}: {reason}"
+    finally:
+        server.close()
+
+
 def test_no_descriptor_is_left_open(tmp_path):
     """serve reads its certificate pair again and again (tls.py's reloads): a descriptor left
     per read, or per refusal, would run the process out of them."""
