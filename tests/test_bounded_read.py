@@ -91,6 +91,23 @@ def test_a_pipe_whose_writer_is_slow_is_read_to_its_end(tmp_path):
         os.close(keeper)
 
 
+def test_a_pipe_longer_than_the_limit_is_refused_without_waiting_for_its_end(tmp_path):
+    """``--token-file <(yes)``, a writer that never stops: the pipe is read up to its limit
+    and one byte more and refused there, not read on to an end that never comes (the memory
+    filled, or the command waited for ever). The writer here is still open when it is refused."""
+    path = _fifo(tmp_path)
+    keeper = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer open the pipe now
+    write = os.open(path, os.O_WRONLY)
+    try:
+        os.write(write, b"y" * 101)
+        kind, error = _in_a_thread(lambda: read_bounded(path, 100))
+    finally:
+        os.close(write)
+        os.close(keeper)
+    assert kind == "error" and isinstance(error, FileRefused), error
+    assert str(error) == "larger than 100 bytes"
+
+
 def test_read_named_names_the_file_and_the_reason(tmp_path):
     missing, big = tmp_path / "missing.pem", tmp_path / "big.pem"
     big.write_bytes(b"x" * 11)
@@ -105,6 +122,26 @@ def test_read_named_names_the_file_and_the_reason(tmp_path):
     fifo = _fifo(tmp_path)  # refused where the file is read again (tls.py: serve's pair)
     kind, error = _in_a_thread(lambda: read_named(fifo, 10, "the certificate", pipes=False))
     assert kind == "error" and str(error) == f"the certificate {fifo}: a pipe, not a regular file"
+
+
+def test_a_file_that_cannot_be_opened_for_any_reason_is_one_line_naming_it(tmp_path):
+    """Not only a missing file: a symbolic link that loops, or a socket (which Linux will not
+    open), is the same one line, ``cannot read WHAT PATH: <the system's reason>``, not a
+    traceback of the OSError."""
+    import socket
+
+    loop = tmp_path / "loop.pem"
+    loop.symlink_to(loop)
+    sock_path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(sock_path))
+        for path, reason in ((loop, "Too many levels of symbolic links"), (sock_path, "No such device or address")):
+            with pytest.raises(UnreadableFile) as info:
+                read_named(path, 10, "the CA file")
+            assert str(info.value) == f"cannot read the CA file {path}: {reason}"
+    finally:
+        server.close()
 
 
 def test_no_descriptor_is_left_open(tmp_path):

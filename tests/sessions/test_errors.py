@@ -72,7 +72,29 @@ def test_seat_tokens_are_256_random_bits_and_stored_only_as_their_hash():
     assert len(tokens) == 64
     for token in tokens:
         assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) == 32
+        # 43 characters of the URL-safe alphabet, sent as they are (no "=": a header, a file)
+        assert len(token) == 43 and token.isascii() and (token.replace("-", "").replace("_", "")).isalnum()
         assert token_hash(token) == hashlib.sha256(token.encode()).hexdigest() != token
+
+
+def test_seat_tokens_and_match_ids_owe_nothing_to_the_global_random_generator():
+    """tokens.py: a seat token is a secret and a match id unguessable (knowing one is what lets
+    a spectator watch): both come from the ``secrets`` module, never from Python's global
+    ``random``, which a bot or a test may seed. The same seed twice still gives two tokens and
+    two match ids that differ."""
+    from engine_service.sessions.tokens import new_match_id
+
+    state = random.getstate()
+    try:
+        draws = []
+        for _ in range(2):
+            random.seed(20240607)
+            draws.append((new_token(), new_match_id()))
+    finally:
+        random.setstate(state)
+    (token_1, id_1), (token_2, id_2) = draws
+    assert token_1 != token_2
+    assert id_1 != id_2
 
 
 def test_client_ids_are_kept_as_salted_prefixed_hashes_pinned_across_releases():

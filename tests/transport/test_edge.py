@@ -325,6 +325,9 @@ async def test_bearer_tokens_and_principals():
 
 @pytest.mark.parametrize("value", ["Bearer a\x00b", "Bearer abc\x7f", "Bearer t\u00f6ken", "Bearer \ufffd\ufffd",
                                    b"Bearer \xff\xfe", b"Bearer abc\xc3\xa9",
+                                   # a raw byte beyond ASCII at the end is the token's, not white space
+                                   # after it (U+00A0 and U+0085 in Latin-1, which str.strip() drops)
+                                   b"Bearer abc\xa0", b"Bearer abc\x85",
                                    # white space inside the token, of every kind
                                    "Bearer a b", "Bearer a\tb", "Bearer a\nb", "Bearer a\x1fb",
                                    "Bearer a\u00a0b", "Bearer a\u3000b", "Bearer a\u2028b"])
@@ -356,6 +359,9 @@ def test_a_call_without_an_authorization_header_has_no_token():
     assert bearer_token(None) is None and bearer_token([]) is None
     assert bearer_token([("x-other", "Bearer " + SEAT_TOKEN)]) is None
     assert bearer_token([("Authorization", "Bearer " + SEAT_TOKEN)]) == SEAT_TOKEN
+    # only that name: a proxy's own credentials, or a header named like it, carry no token
+    for name in ("proxy-authorization", "x-authorization", "authorization-bin"):
+        assert bearer_token([(name, "Bearer " + SEAT_TOKEN)]) is None, name
 
 
 def test_a_token_longer_than_512_characters_is_malformed_before_any_comparison():
@@ -373,6 +379,55 @@ def test_spaces_around_the_token_are_not_part_of_it():
     white space after it, carries that token (not a malformed one with a space inside)."""
     for header in (f"Bearer  {SEAT_TOKEN}", f"bearer {SEAT_TOKEN} ", f"  Bearer   {SEAT_TOKEN}\t"):
         assert bearer_token([("authorization", header)]) == SEAT_TOKEN, header
+
+
+def test_only_the_bearer_scheme_carries_a_token():
+    """docs/api.md: ``authorization: Bearer <token>``, the scheme in any case; any other
+    scheme is MALFORMED_TOKEN, one that merely starts with "Bearer" too (the token would
+    otherwise be read out of a header in a form the client never meant)."""
+    for header in (f"Bearers {SEAT_TOKEN}", f"BearerToken {SEAT_TOKEN}", f"bearer-x {SEAT_TOKEN}"):
+        with pytest.raises(api.Unauthenticated) as refused:
+            bearer_token([("authorization", header)])
+        assert refused.value.reason == "MALFORMED_TOKEN", header
+    assert bearer_token([("authorization", f"BEARER {SEAT_TOKEN}")]) == SEAT_TOKEN
+
+
+def test_only_the_admin_token_itself_is_the_admin():
+    """auth.AdminGate: the admin token is compared whole and as it is: the token with a
+    character more or less, or in another case, is another token (NOT_ADMIN), not the admin's."""
+    from engine_service.transport.auth import AdminGate
+
+    gate = AdminGate(ADMIN_TOKEN)
+    assert gate.enabled and gate.is_admin(ADMIN_TOKEN)
+    gate.require(ADMIN_TOKEN)
+    for near in (ADMIN_TOKEN + "x", ADMIN_TOKEN[:-1], ADMIN_TOKEN[:1], ADMIN_TOKEN.upper(), "", SEAT_TOKEN):
+        assert not gate.is_admin(near), near
+        with pytest.raises(api.PermissionDenied) as refused:
+            gate.require(near)
+        assert refused.value.reason == "NOT_ADMIN", near
+
+
+@run
+async def test_a_refused_token_is_never_shown_in_the_error_or_the_log():
+    """auth.py: tokens are secrets, never put in an error message nor logged. A malformed
+    header (a token followed by a word, another scheme, two headers) and a token that is not
+    the admin's are refused without repeating what was sent, to the caller or in the log."""
+    secret = "s3cret-token-never-shown"
+    service = ScriptedService()
+    async with running(service) as srv:
+        with structlog.testing.capture_logs() as logs:
+            errors = []
+            for md in ((("authorization", f"Bearer {secret} x"),), (("authorization", f"Basic {secret}"),),
+                       (("authorization", f"Bearer {secret}"), ("authorization", f"Bearer {secret}"))):
+                errors.append(await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=md)))
+            errors.append(await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(),
+                                                                   metadata=bearer(secret))))
+            await rpc_lines_logged(logs, 4)
+    assert [(e.code, e.reason) for e in errors] == [(grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN")] * 3 + \
+        [(grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN")]
+    for error in errors:
+        assert secret not in repr(error), error
+    assert secret not in json.dumps(logs, default=str)
 
 
 def test_an_empty_admin_token_disables_the_admin_api():
