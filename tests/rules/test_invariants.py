@@ -223,6 +223,50 @@ def test_int_options_of_new_matches_stay_json_safe(game_id):
             assert game.options({spec.name: 2**63 - 1})[spec.name] == 2**63 - 1
 
 
+def test_each_factory_has_its_own_compiled_form_of_an_option_set():
+    """``compiled(options, factory)`` is ``factory(options)``, made once per option set *and*
+    factory: a second factory on the same set gets its own form, not the first one's."""
+    from engine_service.rules import options as opts_module
+
+    opts = get_game("klaberjass").options({"kl_target_score": 7})
+
+    def one(options: Options) -> tuple:
+        return ("one", options["kl_target_score"])
+
+    def other(options: Options) -> tuple:
+        return ("other", options["kl_target_score"])
+
+    assert opts_module.compiled(opts, one) == ("one", 7)
+    assert opts_module.compiled(opts, other) == ("other", 7)
+    assert opts_module.compiled(opts, one) == ("one", 7)
+
+
+def test_every_int_option_of_a_new_match_is_checked_not_only_the_first():
+    """check_new_options checks each option a new match asks for: in Jo-Jotte a JSON-safe
+    ``jj_game_target`` (JJ-10.1) given first does not let a ``jj_match_rubbers`` (JJ-10.5)
+    beyond 2^53 - 1 through; InvalidOptions names the one at fault."""
+    game = get_game("jojotte")
+    check_new_options(game.option_specs, {"jj_game_target": 100, "jj_match_rubbers": JSON_SAFE_INT})
+    with pytest.raises(InvalidOptions) as info:
+        check_new_options(game.option_specs, {"jj_game_target": 100, "jj_match_rubbers": JSON_SAFE_INT + 1})
+    assert info.value.details["option"] == "jj_match_rubbers"
+
+
+def test_equal_option_sets_of_different_games_are_shared_per_game():
+    """validate_options shares one Options per set of values *of the same specs*: two games
+    whose option values happen to be equal (a server holds every game's matches, made in any
+    order) each keep their own shared set, neither evicting the other's."""
+    from engine_service.rules.options import INT, OptionSpec, validate_options
+
+    first_specs = (OptionSpec("turns", INT, 1, minimum=1),)
+    second_specs = (OptionSpec("turns", INT, 1, minimum=1),)
+    first = validate_options(first_specs, {})
+    second = validate_options(second_specs, {})
+    assert second is not first
+    assert validate_options(first_specs, {}) is first
+    assert validate_options(second_specs, {"turns": 1}) is second
+
+
 def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_bound():
     """options.OptionSpec.check_new: an integer option with no bound of its own accepts
     -JSON_SAFE_INT .. JSON_SAFE_INT inclusive for a new match and refuses one past either end;
