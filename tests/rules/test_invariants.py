@@ -20,7 +20,7 @@ import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
                                   NotYourTurn, RulesError, TranscriptError, all_game_ids, get_game, transcript)
-from engine_service.rules.cards import card_code, popcount
+from engine_service.rules.cards import JOKER1, card_code, popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
 from .playout import current_deal_cards_in, iter_states, mask_codes, random_match, shuffled
@@ -682,8 +682,8 @@ def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_i
     """NOTATION 3: a deck is every card of the game's pack, each a card code (or its id). The
     ids next to the range (-1, and 38 = one past X2), a bool (an int to Python, not a card), an
     unhashable entry, a card no pack of this game holds (6S: KL-1.1 and JJ-1.1 have no sixes,
-    GJ-1.1 and JJK-1.1 replace it by a joker) and a deck that is not a list but an iterator or
-    bytes are
+    GJ-1.1 and JJK-1.1 replace it by a joker), a joker in a game without them (KL-1.1, JJ-1.1:
+    32 cards, no joker) and a deck that is not a list but an iterator or bytes are
     each refused as InvalidDeck naming the fault, never dealt nor failing inside the engine."""
     from engine_service.rules import InvalidDeck
     game = get_game(game_id)
@@ -693,6 +693,7 @@ def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_i
     for bad, why in (([-1] + deck[1:], "not a card id: -1"), ([38] + deck[1:], "not a card id: 38"),
                      ([True] + deck[1:], "not a card: True"), ([["AS"]] + deck[1:], "not a card code: ['AS']"),
                      (deck[:-1] + ["6S"], "card 6S is not in this game's pack"),
+                     *([] if JOKER1 in game.pack else [(deck[:-1] + ["X1"], "card X1 is not in this game's pack")]),
                      (iter(deck), "a deck must be a list"), (b"AS KS", "a deck must be a list")):
         with pytest.raises(InvalidDeck) as err:
             state.deal(bad)
@@ -714,6 +715,21 @@ def test_a_deck_of_card_ids_deals_as_the_same_deck_of_codes(game_id):
     assert by_ids.to_act() >= 0
     assert snapshot(by_ids) == snapshot(by_codes)
     assert by_ids.history() == by_codes.history() == [("deal", tuple(deck))]
+
+
+def test_card_codes_ids_and_strains_round_trip():
+    """rules/cards.py: every card code of the rulebooks (rank + suit, jokers X1 X2; KL-1.1,
+    GJ-1.1) is one id and back, and the strains ``S H D C NT`` are 0..4 in the rulebooks'
+    suit order (JJK-3.3: the trump is S, H, D, C or NT, the fifth strain, cards.NO_TRUMP)."""
+    from engine_service.rules.cards import CODES, NO_TRUMP, STRAINS, card_id, strain_index
+
+    assert [card_id(card_code(c)) for c in range(38)] == list(range(38))
+    assert len(set(CODES)) == 38 and card_code(36) == "X1" and card_code(37) == "X2"
+    assert [strain_index(s) for s in STRAINS] == [0, 1, 2, 3, 4]
+    assert strain_index("NT") == NO_TRUMP == 4
+    for bad in ("N", "", "s", "SH"):
+        with pytest.raises(MalformedAction, match="not a suit or NT"):
+            strain_index(bad)
 
 
 COMMON_VIEW_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes",
