@@ -95,3 +95,23 @@ def test_a_fraction_of_a_second_is_waited_for_in_full():
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "without-pidfds"])
+def test_a_time_already_up_is_a_look_not_a_wait(pidfds, monkeypatch):
+    """A timeout already up (0, or negative: a deadline that has passed) looks once and
+    returns None for a child still running, as Popen.wait does, with a pidfd or without:
+    the pidfd's poll took a negative timeout as none at all and waited for the child for ever."""
+    if not pidfds:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfds here")
+    goes_on = subprocess.Popen(["sleep", "60"])
+    try:
+        for timeout_s in (0.0, -1.0):
+            assert wait_for_exit(goes_on, timeout_s) is None
+        assert goes_on.poll() is None
+    finally:
+        goes_on.kill()
+        goes_on.wait()
