@@ -147,6 +147,20 @@ def test_the_pause_recorder_buckets_each_generation():
     assert sum(counts0) == 2 and sum(recorder.snapshot(0)[0]) == 3
 
 
+def test_a_pause_is_measured_in_wall_clock_time():
+    """The histogram is how long the process stopped (gc_pauses' doc: every call in flight
+    waits for the collection), so by default a pause is the wall-clock time from the
+    collection's start to its stop, even the part the process spent off the CPU."""
+    import time
+
+    recorder = PauseRecorder()
+    recorder("start", {"generation": 1})
+    time.sleep(0.03)  # off the CPU: no CPU time, but the callers waited all the same
+    recorder("stop", {"generation": 1})
+    counts, total = recorder.snapshot(1)
+    assert sum(counts) == 1 and 0.03 <= total < 5.0
+
+
 def test_a_pause_equal_to_a_bound_is_counted_under_that_bound():
     """Prometheus' buckets are ``le``: a pause of exactly 1 ms is within ``le="0.001"``, as a
     prometheus_client Histogram would count it, not only in the next bucket. The pause is
