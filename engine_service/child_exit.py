@@ -27,7 +27,8 @@ def wait_for_exit(process: subprocess.Popen, timeout_s: float) -> int | None:
     try:
         ended = select.poll()
         ended.register(pidfd, select.POLLIN)
-        if not ended.poll(timeout_s * 1000):
+        # poll() waits for ever for a negative timeout; Popen.wait takes it as a time up
+        if not ended.poll(max(timeout_s, 0.0) * 1000):
             return None
     finally:
         os.close(pidfd)

@@ -20,7 +20,7 @@ import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
                                   NotYourTurn, RulesError, TranscriptError, all_game_ids, get_game, transcript)
-from engine_service.rules.cards import card_code, popcount
+from engine_service.rules.cards import JOKER1, card_code, popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
 from .playout import current_deal_cards_in, iter_states, mask_codes, random_match, shuffled
@@ -221,6 +221,50 @@ def test_int_options_of_new_matches_stay_json_safe(game_id):
         assert str(top) in info.value.details["allowed"]
         if spec.maximum is None:  # written before the bound: read as it was
             assert game.options({spec.name: 2**63 - 1})[spec.name] == 2**63 - 1
+
+
+def test_each_factory_has_its_own_compiled_form_of_an_option_set():
+    """``compiled(options, factory)`` is ``factory(options)``, made once per option set *and*
+    factory: a second factory on the same set gets its own form, not the first one's."""
+    from engine_service.rules import options as opts_module
+
+    opts = get_game("klaberjass").options({"kl_target_score": 7})
+
+    def one(options: Options) -> tuple:
+        return ("one", options["kl_target_score"])
+
+    def other(options: Options) -> tuple:
+        return ("other", options["kl_target_score"])
+
+    assert opts_module.compiled(opts, one) == ("one", 7)
+    assert opts_module.compiled(opts, other) == ("other", 7)
+    assert opts_module.compiled(opts, one) == ("one", 7)
+
+
+def test_every_int_option_of_a_new_match_is_checked_not_only_the_first():
+    """check_new_options checks each option a new match asks for: in Jo-Jotte a JSON-safe
+    ``jj_game_target`` (JJ-10.1) given first does not let a ``jj_match_rubbers`` (JJ-10.5)
+    beyond 2^53 - 1 through; InvalidOptions names the one at fault."""
+    game = get_game("jojotte")
+    check_new_options(game.option_specs, {"jj_game_target": 100, "jj_match_rubbers": JSON_SAFE_INT})
+    with pytest.raises(InvalidOptions) as info:
+        check_new_options(game.option_specs, {"jj_game_target": 100, "jj_match_rubbers": JSON_SAFE_INT + 1})
+    assert info.value.details["option"] == "jj_match_rubbers"
+
+
+def test_equal_option_sets_of_different_games_are_shared_per_game():
+    """validate_options shares one Options per set of values *of the same specs*: two games
+    whose option values happen to be equal (a server holds every game's matches, made in any
+    order) each keep their own shared set, neither evicting the other's."""
+    from engine_service.rules.options import INT, OptionSpec, validate_options
+
+    first_specs = (OptionSpec("turns", INT, 1, minimum=1),)
+    second_specs = (OptionSpec("turns", INT, 1, minimum=1),)
+    first = validate_options(first_specs, {})
+    second = validate_options(second_specs, {})
+    assert second is not first
+    assert validate_options(first_specs, {}) is first
+    assert validate_options(second_specs, {"turns": 1}) is second
 
 
 def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_bound():
@@ -638,8 +682,8 @@ def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_i
     """NOTATION 3: a deck is every card of the game's pack, each a card code (or its id). The
     ids next to the range (-1, and 38 = one past X2), a bool (an int to Python, not a card), an
     unhashable entry, a card no pack of this game holds (6S: KL-1.1 and JJ-1.1 have no sixes,
-    GJ-1.1 and JJK-1.1 replace it by a joker) and a deck that is not a list but an iterator or
-    bytes are
+    GJ-1.1 and JJK-1.1 replace it by a joker), a joker in a game without them (KL-1.1, JJ-1.1:
+    32 cards, no joker) and a deck that is not a list but an iterator or bytes are
     each refused as InvalidDeck naming the fault, never dealt nor failing inside the engine."""
     from engine_service.rules import InvalidDeck
     game = get_game(game_id)
@@ -649,6 +693,7 @@ def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_i
     for bad, why in (([-1] + deck[1:], "not a card id: -1"), ([38] + deck[1:], "not a card id: 38"),
                      ([True] + deck[1:], "not a card: True"), ([["AS"]] + deck[1:], "not a card code: ['AS']"),
                      (deck[:-1] + ["6S"], "card 6S is not in this game's pack"),
+                     *([] if JOKER1 in game.pack else [(deck[:-1] + ["X1"], "card X1 is not in this game's pack")]),
                      (iter(deck), "a deck must be a list"), (b"AS KS", "a deck must be a list")):
         with pytest.raises(InvalidDeck) as err:
             state.deal(bad)
@@ -670,6 +715,21 @@ def test_a_deck_of_card_ids_deals_as_the_same_deck_of_codes(game_id):
     assert by_ids.to_act() >= 0
     assert snapshot(by_ids) == snapshot(by_codes)
     assert by_ids.history() == by_codes.history() == [("deal", tuple(deck))]
+
+
+def test_card_codes_ids_and_strains_round_trip():
+    """rules/cards.py: every card code of the rulebooks (rank + suit, jokers X1 X2; KL-1.1,
+    GJ-1.1) is one id and back, and the strains ``S H D C NT`` are 0..4 in the rulebooks'
+    suit order (JJK-3.3: the trump is S, H, D, C or NT, the fifth strain, cards.NO_TRUMP)."""
+    from engine_service.rules.cards import CODES, NO_TRUMP, STRAINS, card_id, strain_index
+
+    assert [card_id(card_code(c)) for c in range(38)] == list(range(38))
+    assert len(set(CODES)) == 38 and card_code(36) == "X1" and card_code(37) == "X2"
+    assert [strain_index(s) for s in STRAINS] == [0, 1, 2, 3, 4]
+    assert strain_index("NT") == NO_TRUMP == 4
+    for bad in ("N", "", "s", "SH"):
+        with pytest.raises(MalformedAction, match="not a suit or NT"):
+            strain_index(bad)
 
 
 COMMON_VIEW_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes",
