@@ -420,6 +420,36 @@ def test_a_seat_and_the_admin_watch_a_delayed_match_live():
     assert refused.reason == "BAD_AFTER_SEQ"
 
 
+def test_a_delayed_spectator_resuming_at_its_horizon_gets_a_heartbeat_of_its_position():
+    """A spectator stream resumed at the spectators' horizon has nothing to replay: its
+    heartbeat at once reports the horizon, with no deadline (the decision there is taken), not
+    the match's live seq and deadline, which would tell it how far ahead the match is
+    (ARCHITECTURE.md section 4: spectators see the match as it was D actions ago)."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY,
+                                            turn_time_s=60)
+            m = mgr._matches[match_id]
+            present = [Stream(mgr, match_id, p) for p in ps]  # the turn clock runs (JJK-10.2)
+            await until(lambda: all(s.present for s in m.seats))
+            rng = random.Random(3)
+            for _ in range(DELAY + 3):
+                await act_once(mgr, match_id, ps, rng)
+            stream = mgr.watch(match_id, Principal("spectator", match_id), 3)
+            try:
+                first = await stream.__anext__()
+            finally:
+                await stream.aclose()
+            live = m.seq, m.deadline
+            for s in present:
+                await s.close()
+            return *live, first
+
+    seq, deadline, first = run(go())
+    assert seq == DELAY + 3 and deadline is not None
+    assert (first.kind, first.seq, first.details["deadline"]) == ("heartbeat", 3, None)
+
+
 def test_the_admins_summaries_are_live_and_everyone_elses_delayed():
     """The spectators' delay (docs/api.md, "Spectator delay") holds back from GetMatch, which
     anyone may call, the commitment of a deal its delayed spectators have not seen dealt; the

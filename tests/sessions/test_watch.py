@@ -1471,7 +1471,9 @@ def test_a_replaced_token_disconnects_its_seat_at_once_though_its_stream_is_stal
 def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_stream_is_unread():
     """A stream the match's end closed (``match_ended`` queued, its reader stalled) has no
     place to give way: the seat's new stream, at the seat's limit, still gets the finished
-    match, and the old one its end."""
+    match, and the old one its end. The old one was not ended for the new one, so it counts
+    until its generator closes: the seat shows present until then (its open streams are its
+    presence), not from the new stream's end."""
     async def go():
         async with manager(config(max_streams_per_seat=1)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
@@ -1480,9 +1482,12 @@ def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_
             await mgr.leave_match(match_id, ps[1], resign=True)
             await until(lambda: m.over and w.closed)
             again = await collect(mgr.watch(match_id, ps[0], -1))
+            present_while_unread = (await mgr.get_match(match_id)).seats[0].present
             rest = await collect(stalled)
-            return again, rest
+            present_after = (await mgr.get_match(match_id)).seats[0].present
+            return again, rest, present_while_unread, present_after
 
-    again, rest = run(go())
+    again, rest, present_while_unread, present_after = run(go())
     assert [e.kind for e in again] == ["snapshot", "match_ended"]
     assert rest[-1].kind == "match_ended"
+    assert (present_while_unread, present_after) == (True, False)
