@@ -193,6 +193,36 @@ def test_a_stream_of_a_finished_match_ended_mid_replay_ends_with_its_error_not_t
     assert isinstance(after, LimitExceeded) and after.reason == "MAX_SEAT_STREAMS", after
 
 
+def test_a_stream_of_a_finished_match_the_drain_ends_mid_replay_still_delivers_everything():
+    """The drain ends each stream after what it has to deliver (``Watcher.end`` without
+    dropping: not cut, unlike the server's ends above): a stream replaying a finished match
+    when the drain begins delivers the rest of the replay and ``match_ended``, the mark of a
+    stream that delivered everything, not DRAINING after it, which would send its client to
+    another server for a match it has already seen end (docs/api.md, Reconnecting)."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=12)
+            await mgr.terminate_match(match_id, "test")
+            final = mgr._matches[match_id].seq
+            stream = mgr.watch(match_id, ps[2], 2)
+            first = await stream.__anext__()
+            await mgr.drain()
+            rest = []
+            try:
+                while not rest or isinstance(rest[-1], MatchEvent):
+                    rest.append(await _next_or_error(stream))
+            finally:
+                await stream.aclose()
+            return final, first, rest
+
+    final, first, rest = run(go())
+    assert first.kind == "action" and first.seq == 3
+    assert [(e.kind, e.seq) for e in rest[:-2]] == [("action", s) for s in range(4, final + 1)]
+    assert (rest[-2].kind, rest[-2].seq) == ("match_ended", final)
+    assert isinstance(rest[-1], StopAsyncIteration), rest[-1]
+
+
 def test_heartbeats_on_an_idle_stream():
     async def go():
         async with manager(config(heartbeat_interval_s=0.02)) as mgr:
