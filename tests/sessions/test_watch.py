@@ -16,6 +16,7 @@ from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
 from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
                       run, to_act, until)
+from .virtual_clock import advance_to, run_virtual
 
 
 def actions_of(events):
@@ -239,6 +240,34 @@ def test_heartbeats_on_an_idle_stream():
     assert events[0].kind == "snapshot" and events[-1].kind == "heartbeat"
     assert events[-1].seq == 0 and events[-1].view is None
     assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
+
+
+def test_a_quiet_stream_beats_once_every_heartbeat_interval(monkeypatch):
+    """``heartbeat_interval_s`` is the longest a stream stays silent (docs/api.md, heartbeats:
+    a client that hears nothing for a few of them knows its stream is dead): on a virtual
+    clock, a quiet spectator stream's heartbeats come exactly one interval after its snapshot
+    and one after each other, each saying the interval."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=10.0, reconnect_grace_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            loop = asyncio.get_running_loop()
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            assert (await stream.__anext__()).kind == "snapshot"
+            start, got = loop.time(), []
+
+            async def read():
+                for _ in range(2):
+                    e = await stream.__anext__()
+                    got.append((e.kind, loop.time() - start, e.details["interval_s"]))
+
+            reader = asyncio.ensure_future(read())
+            await advance_to(start + 25.0)
+            reader.cancel()  # done by now, unless a heartbeat is late
+            await asyncio.gather(reader, return_exceptions=True)
+            await stream.aclose()
+            return got
+
+    assert run_virtual(go, monkeypatch) == [("heartbeat", 10.0, 10.0), ("heartbeat", 20.0, 10.0)]
 
 
 def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_place():
