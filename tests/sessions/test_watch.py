@@ -1220,6 +1220,47 @@ def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream()
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
+def test_a_seat_stream_opened_in_the_turn_a_spectator_overflowed_leaves_the_spectator_to_its_handler():
+    """A stream of a seat opened in the turn a spectator stream overflowed (before the writer
+    hands it to ``overflowed``) takes the place of no stream of another audience: the seat
+    counts its new stream (present), and the spectator's stream stops counting for the
+    server's spectator limit (``max_watchers``), not against the seat."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, Principal("spectator", match_id))
+            opened, errors = [], []
+
+            async def live_client():
+                try:
+                    async for _ in mgr.watch(match_id, ps[0], -1):
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted, stream = w.counted, mgr.watch(match_id, ps[1], -1)
+                            opened.append((stream, await stream.__anext__(), counted))
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: m.seats[0].streams == 1)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: bool(opened) and not w.counted)
+            await asyncio.sleep(0.01)
+            state = dict(streams=[s.streams for s in m.seats], present=[s.present for s in m.seats],
+                         spectators=mgr._streams.spectators)
+            new_stream, first, counted_then = opened[0]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await new_stream.aclose()
+            await stalled.aclose()
+            return state, first, counted_then, errors
+
+    state, first, counted_then, errors = run(go())
+    assert counted_then, "opened before the overflow was handled"
+    assert errors == [] and first.kind == "snapshot"
+    assert state == dict(streams=[1, 1], present=[True, True], spectators=0)
+
+
 def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
     """The seat's only stream overflows and a new stream of the seat opens in the same turn of
     the event loop (before the writer handles the overflow): the new stream takes the
