@@ -732,6 +732,23 @@ def test_a_stream_resumed_at_zero_after_the_start_begins_with_a_snapshot():
     assert (after_first[0].kind, after_first[0].seq) == ("action", 1)
 
 
+def test_a_match_that_ended_before_its_first_action_resumed_at_zero_begins_with_a_snapshot():
+    """A match that started and ended with no action (its seat resigned at once, JJK-10.1) is
+    at seq 0, as it was before the start: a stream resumed at 0 still gets the snapshot of the
+    started match, then ``match_ended``, not ``match_ended`` alone over the view of a table
+    still waiting for players."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            await mgr.leave_match(match_id, ps[1], resign=True)
+            summary = await mgr.get_match(match_id)
+            return summary, await collect(mgr.watch(match_id, ps[0], 0))
+
+    summary, events = run(go())
+    assert (summary.status, summary.seq) == ("finished", 0)
+    assert [(e.kind, e.seq) for e in events] == [("snapshot", 0), ("match_ended", 0)]
+
+
 def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     """A stream resumed at the match's seq (a client back after a drop on a quiet match) gets a
     heartbeat at once, at that seq with the decision's deadline: the client knows the stream
@@ -1259,6 +1276,51 @@ def test_a_seat_stream_opened_in_the_turn_a_spectator_overflowed_leaves_the_spec
     assert counted_then, "opened before the overflow was handled"
     assert errors == [] and first.kind == "snapshot"
     assert state == dict(streams=[1, 1], present=[True, True], spectators=0)
+
+
+def test_a_spectator_opened_in_the_turn_a_seat_stream_overflowed_leaves_the_seat_to_its_handler():
+    """The converse: a spectator stream opened in the turn a seat's only stream overflowed
+    gets its snapshot and counts among the spectators; the seat's stream is left to the
+    overflow's handler, which finds the seat without a stream: ``disconnected``, its grace
+    window running (JJK-10.2)."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            opened, errors, events = [], [], []
+
+            async def live_client():
+                try:
+                    async for ev in mgr.watch(match_id, ps[1], -1):
+                        events.append(ev)
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted = w.counted
+                            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+                            opened.append((stream, await stream.__anext__(), counted))
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: m.seats[1].present)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: (bool(opened) and not w.counted) or bool(errors))
+            await until(lambda: bool(_disconnections(events, 0)) or bool(errors))
+            state = dict(streams=m.seats[0].streams, grace=m.seats[0].grace_handle is not None,
+                         spectators=mgr._streams.spectators)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            for stream, *_ in opened:
+                await stream.aclose()
+            await stalled.aclose()
+            return state, opened, errors
+
+    state, opened, errors = run(go())
+    assert errors == []
+    [(_, first, counted_then)] = opened
+    assert counted_then, "opened before the overflow was handled"
+    assert first.kind == "snapshot"
+    assert state == dict(streams=0, grace=True, spectators=1)
 
 
 def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
