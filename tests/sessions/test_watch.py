@@ -1323,6 +1323,46 @@ def test_a_spectator_opened_in_the_turn_a_seat_stream_overflowed_leaves_the_seat
     assert state == dict(streams=0, grace=True, spectators=1)
 
 
+@pytest.mark.parametrize("uncounted_first", [True, False])
+def test_an_overflow_handled_after_one_of_its_streams_closed_still_handles_the_others(uncounted_first):
+    """One event overflows a stalled seat stream and a stalled spectator stream; the
+    spectator's generator closes (its client dropped) before the handler runs, which
+    uncounts it (``WatchStreams.overflowed``: "the stream's generator may have closed first").
+    The handler skips that one and still handles the seat's, in whichever order the match's
+    set of watchers gives them: the seat counts no stream, is announced ``disconnected`` and
+    its grace window runs (JJK-10.2)."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            # the spectator's first: it gets seat 0's ``connected``, as much as the seat's stream
+            stalled_spectator, wp = await _stall(mgr, match_id, Principal("spectator", match_id))
+            stalled_seat, ws = await _stall(mgr, match_id, ps[0])
+            handle, handled = mgr._writer.overflowed, []
+
+            async def closed_first(m, watchers):
+                await stalled_spectator.aclose()
+                handle(m, sorted(watchers, key=lambda w: w.counted != uncounted_first))
+                handled.append([w.audience for w in watchers])
+
+            mgr._writer.overflowed = lambda m, watchers: asyncio.ensure_future(closed_first(m, watchers))
+            await _play_until_overflowed(mgr, match_id, ps, ws, random.Random(5))
+            await until(lambda: bool(handled))
+            await until(lambda: bool(_disconnections(other.events, 0)))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_handle is not None, spectators=mgr._streams.spectators,
+                         counted=(ws.counted, wp.counted))
+            await stalled_seat.aclose()
+            await other.close()
+            return handled, state
+
+    handled, state = run(go())
+    assert sorted(map(str, handled[0])) == ["0", "spectator"], "overflowed by one event"
+    assert state == dict(streams=0, present=False, grace=True, spectators=0, counted=(False, False))
+
+
 def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
     """The seat's only stream overflows and a new stream of the seat opens in the same turn of
     the event loop (before the writer handles the overflow): the new stream takes the
