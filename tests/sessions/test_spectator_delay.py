@@ -420,6 +420,40 @@ def test_a_seat_and_the_admin_watch_a_delayed_match_live():
     assert refused.reason == "BAD_AFTER_SEQ"
 
 
+def test_a_delayed_spectators_heartbeats_are_at_its_horizon_without_the_live_deadline():
+    """A delayed spectator's heartbeats report its own position, the spectators' horizon, with
+    no deadline (the decision there is taken), never the match's live seq and deadline, which
+    would tell it how far ahead the match is (ARCHITECTURE.md section 4: spectators see the
+    match as it was D actions ago): the one at once of a stream resumed at the horizon
+    (nothing to replay), and the idle ones of a stream that began with a snapshot."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.05)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY,
+                                            turn_time_s=60)
+            m = mgr._matches[match_id]
+            present = [Stream(mgr, match_id, p) for p in ps]  # the turn clock runs (JJK-10.2)
+            await until(lambda: all(s.present for s in m.seats))
+            rng = random.Random(3)
+            for _ in range(DELAY + 3):
+                await act_once(mgr, match_id, ps, rng)
+            spectator = Principal("spectator", match_id)
+            resumed, fresh = mgr.watch(match_id, spectator, 3), mgr.watch(match_id, spectator, -1)
+            try:
+                firsts = [await resumed.__anext__()] + [await fresh.__anext__() for _ in range(2)]
+            finally:
+                await resumed.aclose()
+                await fresh.aclose()
+            live = m.seq, m.deadline
+            for s in present:
+                await s.close()
+            return *live, firsts
+
+    seq, deadline, firsts = run(go())
+    assert seq == DELAY + 3 and deadline is not None
+    assert [(e.kind, e.seq) for e in firsts] == [("heartbeat", 3), ("snapshot", 3), ("heartbeat", 3)]
+    assert [firsts[0].details["deadline"], firsts[2].details["deadline"]] == [None, None]
+
+
 def test_the_admins_summaries_are_live_and_everyone_elses_delayed():
     """The spectators' delay (docs/api.md, "Spectator delay") holds back from GetMatch, which
     anyone may call, the commitment of a deal its delayed spectators have not seen dealt; the

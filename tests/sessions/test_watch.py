@@ -16,6 +16,7 @@ from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
 from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
                       run, to_act, until)
+from .virtual_clock import advance_to, run_virtual
 
 
 def actions_of(events):
@@ -193,6 +194,36 @@ def test_a_stream_of_a_finished_match_ended_mid_replay_ends_with_its_error_not_t
     assert isinstance(after, LimitExceeded) and after.reason == "MAX_SEAT_STREAMS", after
 
 
+def test_a_stream_of_a_finished_match_the_drain_ends_mid_replay_still_delivers_everything():
+    """The drain ends each stream after what it has to deliver (``Watcher.end`` without
+    dropping: not cut, unlike the server's ends above): a stream replaying a finished match
+    when the drain begins delivers the rest of the replay and ``match_ended``, the mark of a
+    stream that delivered everything, not DRAINING after it, which would send its client to
+    another server for a match it has already seen end (docs/api.md, Reconnecting)."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=12)
+            await mgr.terminate_match(match_id, "test")
+            final = mgr._matches[match_id].seq
+            stream = mgr.watch(match_id, ps[2], 2)
+            first = await stream.__anext__()
+            await mgr.drain()
+            rest = []
+            try:
+                while not rest or isinstance(rest[-1], MatchEvent):
+                    rest.append(await _next_or_error(stream))
+            finally:
+                await stream.aclose()
+            return final, first, rest
+
+    final, first, rest = run(go())
+    assert first.kind == "action" and first.seq == 3
+    assert [(e.kind, e.seq) for e in rest[:-2]] == [("action", s) for s in range(4, final + 1)]
+    assert (rest[-2].kind, rest[-2].seq) == ("match_ended", final)
+    assert isinstance(rest[-1], StopAsyncIteration), rest[-1]
+
+
 def test_heartbeats_on_an_idle_stream():
     async def go():
         async with manager(config(heartbeat_interval_s=0.02)) as mgr:
@@ -209,6 +240,34 @@ def test_heartbeats_on_an_idle_stream():
     assert events[0].kind == "snapshot" and events[-1].kind == "heartbeat"
     assert events[-1].seq == 0 and events[-1].view is None
     assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
+
+
+def test_a_quiet_stream_beats_once_every_heartbeat_interval(monkeypatch):
+    """``heartbeat_interval_s`` is the longest a stream stays silent (docs/api.md, heartbeats:
+    a client that hears nothing for a few of them knows its stream is dead): on a virtual
+    clock, a quiet spectator stream's heartbeats come exactly one interval after its snapshot
+    and one after each other, each saying the interval."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=10.0, reconnect_grace_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            loop = asyncio.get_running_loop()
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            assert (await stream.__anext__()).kind == "snapshot"
+            start, got = loop.time(), []
+
+            async def read():
+                for _ in range(2):
+                    e = await stream.__anext__()
+                    got.append((e.kind, loop.time() - start, e.details["interval_s"]))
+
+            reader = asyncio.ensure_future(read())
+            await advance_to(start + 25.0)
+            reader.cancel()  # done by now, unless a heartbeat is late
+            await asyncio.gather(reader, return_exceptions=True)
+            await stream.aclose()
+            return got
+
+    assert run_virtual(go, monkeypatch) == [("heartbeat", 10.0, 10.0), ("heartbeat", 20.0, 10.0)]
 
 
 def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_place():
@@ -671,6 +730,23 @@ def test_a_stream_resumed_at_zero_after_the_start_begins_with_a_snapshot():
         assert (events[0].kind, events[0].seq, events[0].view.status) == ("snapshot", 0, "active")
         assert bool(events[0].view.view.get("hand")) == has_hand
     assert (after_first[0].kind, after_first[0].seq) == ("action", 1)
+
+
+def test_a_match_that_ended_before_its_first_action_resumed_at_zero_begins_with_a_snapshot():
+    """A match that started and ended with no action (its seat resigned at once, JJK-10.1) is
+    at seq 0, as it was before the start: a stream resumed at 0 still gets the snapshot of the
+    started match, then ``match_ended``, not ``match_ended`` alone over the view of a table
+    still waiting for players."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            await mgr.leave_match(match_id, ps[1], resign=True)
+            summary = await mgr.get_match(match_id)
+            return summary, await collect(mgr.watch(match_id, ps[0], 0))
+
+    summary, events = run(go())
+    assert (summary.status, summary.seq) == ("finished", 0)
+    assert [(e.kind, e.seq) for e in events] == [("snapshot", 0), ("match_ended", 0)]
 
 
 def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
@@ -1161,6 +1237,132 @@ def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream()
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
+def test_a_seat_stream_opened_in_the_turn_a_spectator_overflowed_leaves_the_spectator_to_its_handler():
+    """A stream of a seat opened in the turn a spectator stream overflowed (before the writer
+    hands it to ``overflowed``) takes the place of no stream of another audience: the seat
+    counts its new stream (present), and the spectator's stream stops counting for the
+    server's spectator limit (``max_watchers``), not against the seat."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, Principal("spectator", match_id))
+            opened, errors = [], []
+
+            async def live_client():
+                try:
+                    async for _ in mgr.watch(match_id, ps[0], -1):
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted, stream = w.counted, mgr.watch(match_id, ps[1], -1)
+                            opened.append((stream, await stream.__anext__(), counted))
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: m.seats[0].streams == 1)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: bool(opened) and not w.counted)
+            await asyncio.sleep(0.01)
+            state = dict(streams=[s.streams for s in m.seats], present=[s.present for s in m.seats],
+                         spectators=mgr._streams.spectators)
+            new_stream, first, counted_then = opened[0]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await new_stream.aclose()
+            await stalled.aclose()
+            return state, first, counted_then, errors
+
+    state, first, counted_then, errors = run(go())
+    assert counted_then, "opened before the overflow was handled"
+    assert errors == [] and first.kind == "snapshot"
+    assert state == dict(streams=[1, 1], present=[True, True], spectators=0)
+
+
+def test_a_spectator_opened_in_the_turn_a_seat_stream_overflowed_leaves_the_seat_to_its_handler():
+    """The converse: a spectator stream opened in the turn a seat's only stream overflowed
+    gets its snapshot and counts among the spectators; the seat's stream is left to the
+    overflow's handler, which finds the seat without a stream: ``disconnected``, its grace
+    window running (JJK-10.2)."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            opened, errors, events = [], [], []
+
+            async def live_client():
+                try:
+                    async for ev in mgr.watch(match_id, ps[1], -1):
+                        events.append(ev)
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted = w.counted
+                            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+                            opened.append((stream, await stream.__anext__(), counted))
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: m.seats[1].present)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: (bool(opened) and not w.counted) or bool(errors))
+            await until(lambda: bool(_disconnections(events, 0)) or bool(errors))
+            state = dict(streams=m.seats[0].streams, grace=m.seats[0].grace_handle is not None,
+                         spectators=mgr._streams.spectators)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            for stream, *_ in opened:
+                await stream.aclose()
+            await stalled.aclose()
+            return state, opened, errors
+
+    state, opened, errors = run(go())
+    assert errors == []
+    [(_, first, counted_then)] = opened
+    assert counted_then, "opened before the overflow was handled"
+    assert first.kind == "snapshot"
+    assert state == dict(streams=0, grace=True, spectators=1)
+
+
+@pytest.mark.parametrize("uncounted_first", [True, False])
+def test_an_overflow_handled_after_one_of_its_streams_closed_still_handles_the_others(uncounted_first):
+    """One event overflows a stalled seat stream and a stalled spectator stream; the
+    spectator's generator closes (its client dropped) before the handler runs, which
+    uncounts it (``WatchStreams.overflowed``: "the stream's generator may have closed first").
+    The handler skips that one and still handles the seat's, in whichever order the match's
+    set of watchers gives them: the seat counts no stream, is announced ``disconnected`` and
+    its grace window runs (JJK-10.2)."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            # the spectator's first: it gets seat 0's ``connected``, as much as the seat's stream
+            stalled_spectator, wp = await _stall(mgr, match_id, Principal("spectator", match_id))
+            stalled_seat, ws = await _stall(mgr, match_id, ps[0])
+            handle, handled = mgr._writer.overflowed, []
+
+            async def closed_first(m, watchers):
+                await stalled_spectator.aclose()
+                handle(m, sorted(watchers, key=lambda w: w.counted != uncounted_first))
+                handled.append([w.audience for w in watchers])
+
+            mgr._writer.overflowed = lambda m, watchers: asyncio.ensure_future(closed_first(m, watchers))
+            await _play_until_overflowed(mgr, match_id, ps, ws, random.Random(5))
+            await until(lambda: bool(handled))
+            await until(lambda: bool(_disconnections(other.events, 0)))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_handle is not None, spectators=mgr._streams.spectators,
+                         counted=(ws.counted, wp.counted))
+            await stalled_seat.aclose()
+            await other.close()
+            return handled, state
+
+    handled, state = run(go())
+    assert sorted(map(str, handled[0])) == ["0", "spectator"], "overflowed by one event"
+    assert state == dict(streams=0, present=False, grace=True, spectators=0, counted=(False, False))
+
+
 def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
     """The seat's only stream overflows and a new stream of the seat opens in the same turn of
     the event loop (before the writer handles the overflow): the new stream takes the
@@ -1471,7 +1673,9 @@ def test_a_replaced_token_disconnects_its_seat_at_once_though_its_stream_is_stal
 def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_stream_is_unread():
     """A stream the match's end closed (``match_ended`` queued, its reader stalled) has no
     place to give way: the seat's new stream, at the seat's limit, still gets the finished
-    match, and the old one its end."""
+    match, and the old one its end. The old one was not ended for the new one, so it counts
+    until its generator closes: the seat shows present until then (its open streams are its
+    presence), not from the new stream's end."""
     async def go():
         async with manager(config(max_streams_per_seat=1)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
@@ -1480,9 +1684,12 @@ def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_
             await mgr.leave_match(match_id, ps[1], resign=True)
             await until(lambda: m.over and w.closed)
             again = await collect(mgr.watch(match_id, ps[0], -1))
+            present_while_unread = (await mgr.get_match(match_id)).seats[0].present
             rest = await collect(stalled)
-            return again, rest
+            present_after = (await mgr.get_match(match_id)).seats[0].present
+            return again, rest, present_while_unread, present_after
 
-    again, rest = run(go())
+    again, rest, present_while_unread, present_after = run(go())
     assert [e.kind for e in again] == ["snapshot", "match_ended"]
     assert rest[-1].kind == "match_ended"
+    assert (present_while_unread, present_after) == (True, False)
