@@ -199,7 +199,7 @@ def test_a_stream_of_a_finished_match_the_drain_ends_mid_replay_still_delivers_e
     dropping: not cut, unlike the server's ends above): a stream replaying a finished match
     when the drain begins delivers the rest of the replay and ``match_ended``, the mark of a
     stream that delivered everything, not DRAINING after it, which would send its client to
-    another server for a match it has already seen end (docs/api.md, Reconnecting)."""
+    another server for a match it has already seen end (docs/api.md, Reconnecting; docs/operations.md, the drain)."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "georgian_joker")
