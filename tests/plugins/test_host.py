@@ -112,6 +112,37 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     run(with_host(body, plugins=()))
 
 
+def test_a_bot_is_given_exactly_the_seat_view_and_legal_actions_it_was_asked_with(tmp_path, monkeypatch):
+    """protocol.py: a bot sees that seat's view, the seat's legal actions, a seeded RNG and a
+    time budget, and nothing else (docs/bots.md: "A bot sees one seat's view and nothing
+    else"): what the host was asked with reaches the bot in the worker unchanged, each
+    decision its own game, seat, view, legal list and seed (GJ-11.7: from that seat's view
+    only)."""
+    import json
+    import random
+
+    told = tmp_path / "told"
+    monkeypatch.setenv("TELLS_ITS_REQUEST", str(told))
+    asked = [
+        ("klaberjass", 0, VIEW, LEGAL, 1),
+        ("jojotte", 2, {"seat": 2, "hand": ["AH", "TH"], "legal": ["play:AH", "play:TH"]},
+         ["play:AH", "play:TH"], 7),
+        ("georgian_joker", 3, {"seat": 3, "hand": ["X1"], "legal": ["bid:0", "bid:1"]},
+         ["bid:0", "bid:1"], 2**62 + 5),
+    ]
+
+    async def body(host):
+        return [await host.decide("tells-its-request", game, seat, view, legal, seed, 30.0)
+                for game, seat, view, legal, seed in asked]
+    decisions = run(with_host(body, workers=1, plugins=["tests.plugins.tells_its_request"]))
+    assert [d.action for d in decisions] == [legal[-1] for _, _, _, legal, _ in asked], decisions
+    requests = [json.loads(line) for line in told.read_text().splitlines()]
+    assert [(r["game"], r["seat"], r["view"], r["legal"]) for r in requests] == [
+        (game, seat, view, legal) for game, seat, view, legal, _ in asked]
+    assert [r["draw"] for r in requests] == [random.Random(seed).random() for *_, seed in asked]
+    assert all(0.0 < r["budget_s"] < 30.0 for r in requests), requests
+
+
 FAULTS = [
     ("garbage", "illegal"),
     ("illegal", "illegal"),
@@ -704,6 +735,7 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
     run(with_host(body, workers=1))
     # a host given no metrics counts on the process-wide ones (the tools' and these tests' hosts)
     assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
+
 
 
 def test_one_bot_cannot_hold_every_worker(monkeypatch, tmp_path):
