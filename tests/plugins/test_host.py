@@ -737,6 +737,26 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
     assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
 
 
+def test_a_bots_first_bench_lasts_ten_seconds(monkeypatch):
+    """docs/bots.md: a bot whose decisions cost a worker three times in a row is benched "for
+    10 s": its very first bench too, with no decision of it before (the test above reaches
+    its first bench after good decisions, which bring the bench back to BENCH_S). Its
+    decisions fail with the reason of its last lost worker, the next crash's."""
+    from engine_service.plugins import host as host_module
+
+    clock = _HostClock()
+    monkeypatch.setattr(host_module, "time", clock)
+
+    async def body(host):
+        for reason in ("timeout", "timeout", "crash"):
+            host._pool._on_replace("random", reason)
+        benched = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert benched.failure == "crash", benched
+        assert benched.detail == "benched for 10.0s more after 3 decisions in a row ended in a crash", benched
+        clock.now += 10.0
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+    run(with_host(body, workers=1, metrics=Metrics()))
+
 
 def test_one_bot_cannot_hold_every_worker(monkeypatch, tmp_path):
     """With two workers a bot has one decision slot (workers - 1, docs/bots.md): while its
