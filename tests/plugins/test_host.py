@@ -758,6 +758,30 @@ def test_a_bots_first_bench_lasts_ten_seconds(monkeypatch):
     run(with_host(body, workers=1, metrics=Metrics()))
 
 
+def test_a_good_decision_ends_the_strikes_of_a_worker_lost_while_it_ran():
+    """docs/bots.md: a bot is benched when its decisions cost a worker three times *in a row*.
+    A decision that succeeds after another decision of the bot lost a worker while it ran
+    starts the strikes again, even when that was the bot's first lost worker: it used to be
+    kept, the success not counted (the host looked for the bot's strikes only before the
+    decision), and two more lost workers benched the bot. The lost worker is reported as the
+    pool does (its on_replace callback) while the decision runs."""
+    async def body(host):
+        pool_run = host._pool.run
+
+        async def run_beside_a_lost_worker(*args, **kwargs):
+            host._pool._on_replace("random", "crash")  # another decision of the bot, meanwhile
+            return await pool_run(*args, **kwargs)
+        host._pool.run = run_beside_a_lost_worker
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+        host._pool.run = pool_run
+        assert host._health["random"].strikes == 0
+        host._pool._on_replace("random", "crash")
+        host._pool._on_replace("random", "crash")
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+        assert d.action in LEGAL, d  # two in a row since the good decision: no bench
+    run(with_host(body, workers=1, metrics=Metrics()))
+
+
 def test_one_bot_cannot_hold_every_worker(monkeypatch, tmp_path):
     """With two workers a bot has one decision slot (workers - 1, docs/bots.md): while its
     first decision holds a worker, its second waits for the slot until its deadline (given
