@@ -95,6 +95,11 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
         assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
+        # ... and only those: a bot the host has is not asked for a game it does not play
+        assert not host.plays("klaberjass-only", "jojotte")
+        # the plugin that offers it, not its own name (ListBots' BotInfo.plugin)
+        assert infos["klaberjass-only"].plugin == "tests.plugins.klaberjass_only"
+        assert list(infos) == sorted(infos)  # sorted by name (BotHost.bots)
         # docs/bots.md: a spec's description is "shown by ListBots"
         assert infos["klaberjass-only"].description == "the first legal action, in Klaberjass only"
         # docs/bots.md: a spec naming unknown ids beside known ones "is kept for the known ones"
