@@ -352,6 +352,34 @@ def test_decisions_queue_for_a_free_worker_within_their_deadline(monkeypatch, tm
     run(with_host(body, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
 
 
+def test_a_decisions_elapsed_time_is_its_wall_time_the_wait_for_a_worker_included(monkeypatch, tmp_path):
+    """docs/operations.md: ``cardgames_bot_decision_seconds`` is the wall time of one bot
+    decision, the Decision's ``elapsed_s`` (the module docstring: the deadline is wall time
+    from the call, the wait for a free worker counts). A decision queued behind the one worker,
+    held by another bot, took at least the time it waited though its own bot answered at once,
+    and no more than the call took. Exact whatever the load: the worker is freed only once the
+    test has seen the queued decision start and waited 0.3 s."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
+    async def body(host):
+        busy = asyncio.create_task(host.decide("holds", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        await until(lambda: (tmp_path / "thinking").exists())
+        asked = time.monotonic()
+        queued = asyncio.create_task(host.decide("random", "klaberjass", 1, VIEW, LEGAL, 1, 30.0))
+        await asyncio.sleep(0)
+        started = time.monotonic()  # the queued decision has started by now
+        await asyncio.sleep(0.3)
+        assert not queued.done()
+        released = time.monotonic()
+        (tmp_path / "release").touch()
+        d = await queued
+        took = time.monotonic() - asked
+        assert d.action in LEGAL, d
+        assert released - started <= d.elapsed_s <= took, (d, released - started, took)
+        assert (await busy).action == LEGAL[0]
+    run(with_host(body, workers=1, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
+
+
 def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
     async def body(host):
         task = asyncio.create_task(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 0.5))
