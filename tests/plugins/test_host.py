@@ -97,6 +97,12 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
         # ... and only those: a bot the host has is not asked for a game it does not play
         assert not host.plays("klaberjass-only", "jojotte")
+        runs = []
+        pool_run = host._pool.run
+        host._pool.run = lambda *args, **kwargs: runs.append(args) or pool_run(*args, **kwargs)
+        d = await host.decide("klaberjass-only", "jojotte", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.failure, d.detail) == ("unknown_bot", "no bot 'klaberjass-only' for game 'jojotte'"), d
+        assert runs == []  # refused by the host, no worker asked
         # the plugin that offers it, not its own name (ListBots' BotInfo.plugin)
         assert infos["klaberjass-only"].plugin == "tests.plugins.klaberjass_only"
         assert list(infos) == sorted(infos)  # sorted by name (BotHost.bots)
