@@ -1586,15 +1586,18 @@ def test_a_worker_answer_outside_the_legal_list_is_illegal_not_applied():
 
 def test_a_fault_of_the_pool_itself_is_a_crash_decision_not_an_exception():
     """decide() never raises for what goes wrong below it: an error of the pool (not of the
-    bot) is a crash Decision naming the error's type, and logged as bot_host_error."""
+    bot), whatever its type (an OSError of its sockets too), is a crash Decision naming the
+    error's type, and logged as bot_host_error."""
     async def body(host):
-        async def broken(request, deadline, budget=None):
-            raise RuntimeError("the pool broke")
-        host._pool.run = broken
-        with capture_logs() as logs:
-            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
-        assert (d.action, d.failure, d.detail) == (None, "crash", "bot host error: RuntimeError"), d
-        assert [(e["event"], e["bot"]) for e in logs if e["log_level"] == "error"] == [("bot_host_error", "random")]
+        for error in (RuntimeError, OSError):
+            async def broken(request, deadline, budget=None):
+                raise error("the pool broke")
+            host._pool.run = broken
+            with capture_logs() as logs:
+                d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+            assert (d.action, d.failure, d.detail) == (None, "crash", f"bot host error: {error.__name__}"), d
+            assert [(e["event"], e["bot"]) for e in logs if e["log_level"] == "error"] == [
+                ("bot_host_error", "random")]
     run(with_host(body, workers=1))
 
 
