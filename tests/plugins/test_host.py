@@ -490,7 +490,13 @@ def test_closed_host_refuses_and_stops_its_workers():
         assert await host.start()
         pids = host.worker_pids()
         zygote = host._pool._zygote
-        await host.close()
+        closing = asyncio.create_task(host.close())
+        await asyncio.sleep(0)
+        # closed from the start of its close: a decision asked meanwhile is refused, not
+        # sent to the closing pool (a crash Decision)
+        with pytest.raises(RuntimeError):
+            await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        await closing
         assert zygote.process.returncode == 0
         # nothing of the pool is kept: its workers forgotten, its threads let go
         assert not host._pool._workers and host._pool._threads._shutdown
@@ -498,6 +504,8 @@ def test_closed_host_refuses_and_stops_its_workers():
         host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        with pytest.raises(RuntimeError):  # any bot: the host is closed, whatever it has
+            await host.decide("no-such-bot", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
         with pytest.raises(RuntimeError):  # not ready: its workers are gone
             await host.start()
         return pids
