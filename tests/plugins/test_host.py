@@ -189,8 +189,9 @@ def test_bot_faults_become_failures_and_the_next_decision_works():
                 assert d.detail == "the worker process exited", (bot, d)
             failed = [e for e in logs if e["event"] == "bot_decision_failed"]
             assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure, (bot, failed)
-            # docs/bots.md: logged with bot, game, failure and detail (the Decision's)
-            assert (failed[0]["game"], failed[0]["detail"]) == ("klaberjass", d.detail), (bot, failed)
+            # docs/operations.md: logged with bot, game, failure, detail and elapsed_s (the Decision's)
+            assert (failed[0]["game"], failed[0]["detail"], failed[0]["elapsed_s"]) == (
+                "klaberjass", d.detail, round(d.elapsed_s, 4)), (bot, failed)
             # nothing the bot said reaches the log (its message names cards of its hand)
             assert not re.search(r"(?<![A-Za-z0-9])(AS|KS)(?![A-Za-z0-9])", repr(logs)), logs
             # the pool recovered: the next decision of a good bot is answered
