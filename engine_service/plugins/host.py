@@ -226,6 +226,9 @@ class BotHost:
         if reply.action is not None and reply.action not in legal:
             reply = Reply(None, "illegal", "the worker returned an action outside the legal list",
                           reply.elapsed_s)
+        # looked up again: a decision of the bot that lost a worker while this one ran has
+        # made its strikes meanwhile, and this success ends them too
+        health = self._health.get(bot)
         if reply.action is not None and health is not None:
             health.strikes = 0
             health.bench_s = BENCH_S

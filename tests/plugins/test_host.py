@@ -95,6 +95,17 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
         assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
+        # ... and only those: a bot the host has is not asked for a game it does not play
+        assert not host.plays("klaberjass-only", "jojotte")
+        runs = []
+        pool_run = host._pool.run
+        host._pool.run = lambda *args, **kwargs: runs.append(args) or pool_run(*args, **kwargs)
+        d = await host.decide("klaberjass-only", "jojotte", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.failure, d.detail) == ("unknown_bot", "no bot 'klaberjass-only' for game 'jojotte'"), d
+        assert runs == []  # refused by the host, no worker asked
+        # the plugin that offers it, not its own name (ListBots' BotInfo.plugin)
+        assert infos["klaberjass-only"].plugin == "tests.plugins.klaberjass_only"
+        assert list(infos) == sorted(infos)  # sorted by name (BotHost.bots)
         # docs/bots.md: a spec's description is "shown by ListBots"
         assert infos["klaberjass-only"].description == "the first legal action, in Klaberjass only"
         # docs/bots.md: a spec naming unknown ids beside known ones "is kept for the known ones"
@@ -110,6 +121,37 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
         assert [d.action for d in first] == [d.action for d in again]
         assert len({d.action for d in first}) > 1  # it does use the seed
     run(with_host(body, plugins=()))
+
+
+def test_a_bot_is_given_exactly_the_seat_view_and_legal_actions_it_was_asked_with(tmp_path, monkeypatch):
+    """protocol.py: a bot sees that seat's view, the seat's legal actions, a seeded RNG and a
+    time budget, and nothing else (docs/bots.md: "A bot sees one seat's view and nothing
+    else"): what the host was asked with reaches the bot in the worker unchanged, each
+    decision its own game, seat, view, legal list and seed (GJ-11.7: from that seat's view
+    only)."""
+    import json
+    import random
+
+    told = tmp_path / "told"
+    monkeypatch.setenv("TELLS_ITS_REQUEST", str(told))
+    asked = [
+        ("klaberjass", 0, VIEW, LEGAL, 1),
+        ("jojotte", 2, {"seat": 2, "hand": ["AH", "TH"], "legal": ["play:AH", "play:TH"]},
+         ["play:AH", "play:TH"], 7),
+        ("georgian_joker", 3, {"seat": 3, "hand": ["X1"], "legal": ["bid:0", "bid:1"]},
+         ["bid:0", "bid:1"], 2**62 + 5),
+    ]
+
+    async def body(host):
+        return [await host.decide("tells-its-request", game, seat, view, legal, seed, 30.0)
+                for game, seat, view, legal, seed in asked]
+    decisions = run(with_host(body, workers=1, plugins=["tests.plugins.tells_its_request"]))
+    assert [d.action for d in decisions] == [legal[-1] for _, _, _, legal, _ in asked], decisions
+    requests = [json.loads(line) for line in told.read_text().splitlines()]
+    assert [(r["game"], r["seat"], r["view"], r["legal"]) for r in requests] == [
+        (game, seat, view, legal) for game, seat, view, legal, _ in asked]
+    assert [r["draw"] for r in requests] == [random.Random(seed).random() for *_, seed in asked]
+    assert all(0.0 < r["budget_s"] < 30.0 for r in requests), requests
 
 
 FAULTS = [
@@ -147,6 +189,9 @@ def test_bot_faults_become_failures_and_the_next_decision_works():
                 assert d.detail == "the worker process exited", (bot, d)
             failed = [e for e in logs if e["event"] == "bot_decision_failed"]
             assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure, (bot, failed)
+            # docs/operations.md: logged with bot, game, failure, detail and elapsed_s (the Decision's)
+            assert (failed[0]["game"], failed[0]["detail"], failed[0]["elapsed_s"]) == (
+                "klaberjass", d.detail, round(d.elapsed_s, 4)), (bot, failed)
             # nothing the bot said reaches the log (its message names cards of its hand)
             assert not re.search(r"(?<![A-Za-z0-9])(AS|KS)(?![A-Za-z0-9])", repr(logs)), logs
             # the pool recovered: the next decision of a good bot is answered
@@ -316,6 +361,34 @@ def test_decisions_queue_for_a_free_worker_within_their_deadline(monkeypatch, tm
     run(with_host(body, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
 
 
+def test_a_decisions_elapsed_time_is_its_wall_time_the_wait_for_a_worker_included(monkeypatch, tmp_path):
+    """docs/operations.md: ``cardgames_bot_decision_seconds`` is the wall time of one bot
+    decision, the Decision's ``elapsed_s`` (the module docstring: the deadline is wall time
+    from the call, the wait for a free worker counts). A decision queued behind the one worker,
+    held by another bot, took at least the time it waited though its own bot answered at once,
+    and no more than the call took. Exact whatever the load: the worker is freed only once the
+    test has seen the queued decision start and waited 0.3 s."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))
+
+    async def body(host):
+        busy = asyncio.create_task(host.decide("holds", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        await until(lambda: (tmp_path / "thinking").exists())
+        asked = time.monotonic()
+        queued = asyncio.create_task(host.decide("random", "klaberjass", 1, VIEW, LEGAL, 1, 30.0))
+        await asyncio.sleep(0)
+        started = time.monotonic()  # the queued decision has started by now
+        await asyncio.sleep(0.3)
+        assert not queued.done()
+        released = time.monotonic()
+        (tmp_path / "release").touch()
+        d = await queued
+        took = time.monotonic() - asked
+        assert d.action in LEGAL, d
+        assert released - started <= d.elapsed_s <= took, (d, released - started, took)
+        assert (await busy).action == LEGAL[0]
+    run(with_host(body, workers=1, plugins=("tests.plugins.bad_bots", "tests.plugins.holds")))
+
+
 def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
     async def body(host):
         task = asyncio.create_task(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 0.5))
@@ -418,7 +491,13 @@ def test_closed_host_refuses_and_stops_its_workers():
         assert await host.start()
         pids = host.worker_pids()
         zygote = host._pool._zygote
-        await host.close()
+        closing = asyncio.create_task(host.close())
+        await asyncio.sleep(0)
+        # closed from the start of its close: a decision asked meanwhile is refused, not
+        # sent to the closing pool (a crash Decision)
+        with pytest.raises(RuntimeError):
+            await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        await closing
         assert zygote.process.returncode == 0
         # nothing of the pool is kept: its workers forgotten, its threads let go
         assert not host._pool._workers and host._pool._threads._shutdown
@@ -426,6 +505,8 @@ def test_closed_host_refuses_and_stops_its_workers():
         host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        with pytest.raises(RuntimeError):  # any bot: the host is closed, whatever it has
+            await host.decide("no-such-bot", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
         with pytest.raises(RuntimeError):  # not ready: its workers are gone
             await host.start()
         return pids
@@ -515,8 +596,8 @@ def test_closing_a_host_ends_a_wait_for_its_workers(monkeypatch):
 
 def test_start_says_false_when_the_workers_are_not_up_within_its_timeout():
     """``start(timeout_s)`` bounds its own wait: the workers of a stopped zygote cannot be
-    forked, and it answers False after ``timeout_s`` instead of waiting for the pool's own
-    bound (READY_TIMEOUT_S); once the zygote goes on, they come up."""
+    forked, and it answers False after ``timeout_s`` (0.3 s here) instead of waiting for the
+    pool's own bound (READY_TIMEOUT_S) or any longer; once the zygote goes on, they come up."""
     import os
     import signal
 
@@ -525,11 +606,18 @@ def test_start_says_false_when_the_workers_are_not_up_within_its_timeout():
         try:
             zygote = host._pool._zygote.process.pid
             os.kill(zygote, signal.SIGSTOP)
+            asked = time.monotonic()
             try:  # the bound on the wait is only a hang guard: the pool's own is 120 s
-                ready = await asyncio.wait_for(host.start(timeout_s=0.1), 30)
+                ready = await asyncio.wait_for(host.start(timeout_s=0.3), 30)
+                # timeout 0: whether they are up now, not the pool's own bound
+                ready_now = await asyncio.wait_for(host.start(timeout_s=0), 5)
             finally:
                 os.kill(zygote, signal.SIGCONT)
-            assert ready is False
+            waited = time.monotonic() - asked
+            assert ready is False and ready_now is False
+            # its own timeout, not a multiple of it (nothing but the event loop runs meanwhile:
+            # a loaded machine adds little to a wait)
+            assert 0.3 <= waited < 2.0, waited
             assert await host.start()
         finally:
             await host.close()
@@ -704,6 +792,51 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
     run(with_host(body, workers=1))
     # a host given no metrics counts on the process-wide ones (the tools' and these tests' hosts)
     assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
+
+
+def test_a_bots_first_bench_lasts_ten_seconds(monkeypatch):
+    """docs/bots.md: a bot whose decisions cost a worker three times in a row is benched "for
+    10 s": its very first bench too, with no decision of it before (the test above reaches
+    its first bench after good decisions, which bring the bench back to BENCH_S). Its
+    decisions fail with the reason of its last lost worker, the next crash's."""
+    from engine_service.plugins import host as host_module
+
+    clock = _HostClock()
+    monkeypatch.setattr(host_module, "time", clock)
+
+    async def body(host):
+        for reason in ("timeout", "timeout", "crash"):
+            host._pool._on_replace("random", reason)
+        benched = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert benched.failure == "crash", benched
+        assert benched.detail == "benched for 10.0s more after 3 decisions in a row ended in a crash", benched
+        clock.now += 10.0
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+    run(with_host(body, workers=1, metrics=Metrics()))
+
+
+def test_a_good_decision_ends_the_strikes_of_a_worker_lost_while_it_ran():
+    """docs/bots.md: a bot is benched when its decisions cost a worker three times *in a row*.
+    A decision that succeeds after another decision of the bot lost a worker while it ran
+    starts the strikes again, even when that was the bot's first lost worker: it used to be
+    kept, the success not counted (the host looked for the bot's strikes only before the
+    decision), and two more lost workers benched the bot. The lost worker is reported as the
+    pool does (its on_replace callback) while the decision runs."""
+    async def body(host):
+        pool_run = host._pool.run
+
+        async def run_beside_a_lost_worker(*args, **kwargs):
+            host._pool._on_replace("random", "crash")  # another decision of the bot, meanwhile
+            return await pool_run(*args, **kwargs)
+        host._pool.run = run_beside_a_lost_worker
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+        host._pool.run = pool_run
+        assert host._health["random"].strikes == 0
+        host._pool._on_replace("random", "crash")
+        host._pool._on_replace("random", "crash")
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+        assert d.action in LEGAL, d  # two in a row since the good decision: no bench
+    run(with_host(body, workers=1, metrics=Metrics()))
 
 
 def test_one_bot_cannot_hold_every_worker(monkeypatch, tmp_path):
@@ -1464,15 +1597,18 @@ def test_a_worker_answer_outside_the_legal_list_is_illegal_not_applied():
 
 def test_a_fault_of_the_pool_itself_is_a_crash_decision_not_an_exception():
     """decide() never raises for what goes wrong below it: an error of the pool (not of the
-    bot) is a crash Decision naming the error's type, and logged as bot_host_error."""
+    bot), whatever its type (an OSError of its sockets too), is a crash Decision naming the
+    error's type, and logged as bot_host_error."""
     async def body(host):
-        async def broken(request, deadline, budget=None):
-            raise RuntimeError("the pool broke")
-        host._pool.run = broken
-        with capture_logs() as logs:
-            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
-        assert (d.action, d.failure, d.detail) == (None, "crash", "bot host error: RuntimeError"), d
-        assert [(e["event"], e["bot"]) for e in logs if e["log_level"] == "error"] == [("bot_host_error", "random")]
+        for error in (RuntimeError, OSError):
+            async def broken(request, deadline, budget=None):
+                raise error("the pool broke")
+            host._pool.run = broken
+            with capture_logs() as logs:
+                d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+            assert (d.action, d.failure, d.detail) == (None, "crash", f"bot host error: {error.__name__}"), d
+            assert [(e["event"], e["bot"]) for e in logs if e["log_level"] == "error"] == [
+                ("bot_host_error", "random")]
     run(with_host(body, workers=1))
 
 
