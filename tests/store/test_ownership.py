@@ -572,6 +572,53 @@ def test_a_holder_that_cannot_write_its_description_still_holds_the_lock(tmp_pat
     assert "is in use by another engine process; one engine per database" in str(refused.value)
 
 
+def test_a_store_on_a_link_waits_lock_wait_s_in_all_for_its_two_lock_files(tmp_path, monkeypatch):
+    """``wait_s`` bounds the whole wait, not each lock file's: a store on a link that waited
+    for the lock beside the link (an engine of an earlier release held it) waits for the one
+    beside the file only what is left, and is refused ``wait_s`` after it began."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+    old = os.open(f"{link}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(old, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    holder = FileOwnership(str(real))
+    holder.acquire()
+
+    class Releases(_Clock):  # the old engine lets go of the link's lock 0.3 s into the wait
+        def sleep(self, seconds: float) -> None:
+            super().sleep(seconds)
+            if self.now >= 1000.3 and old_fd:
+                os.close(old_fd.pop())
+
+    old_fd = [old]
+    clock = Releases()
+    try:
+        monkeypatch.setattr(ownership, "time", clock)
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(str(link)).acquire(wait_s=0.5)
+    finally:
+        holder.release()
+        for fd in old_fd:
+            os.close(fd)
+    assert old_fd == [] and str(refused.value).endswith(f"(lock file {real}.lock)")
+    assert 0.5 <= clock.now - 1000.0 < 0.5 + ownership.POLL_S + 1e-9, clock.now
+
+
+def test_taking_a_held_lock_again_makes_no_attempt_and_keeps_the_lock_files_held(tmp_path, monkeypatch):
+    """``acquire`` on a lock already held returns at once: it does not let go and take the
+    lock again, which left a moment for another engine to take it."""
+    path = str(tmp_path / "db.sqlite3")
+    lock = FileOwnership(path)
+    lock.acquire()
+    attempts = []
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(FileOwnership, "_open", staticmethod(lambda p: attempts.append(p) or os.open(p, os.O_RDWR)))
+            lock.acquire()
+        assert attempts == [] and lock.held
+    finally:
+        lock.release()
+
+
 # ---- PostgreSQL ----------------------------------------------------------------------------
 
 def _lock_backend(pg_database, schema: str) -> int | None:
