@@ -8,6 +8,7 @@ watcher seeing each change once."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from dataclasses import replace
@@ -670,3 +671,29 @@ def test_a_token_held_for_a_start_in_doubt_is_forgotten_when_the_store_holds_ano
     assert held not in tokens and tokens[token_hash("lost")] == (m.match_id, 1)
     assert unknown.code == "UNAUTHENTICATED"
     assert view.seat == 1 and m.seats[1].player_name == "earlier"
+
+
+def test_the_sweepers_start_of_a_match_in_doubt_waits_for_a_request_holding_the_match(monkeypatch):
+    """The sweeper changes a match only as a request would, under the match's lock
+    (housekeeping.py): its pass finds a start in doubt (every seat taken, still waiting)
+    while a request holds the match, and starts it only once that request is done."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no retries of its own
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+            store.fail, store.unreadable = True, 1  # the last join's start in doubt: the seat held
+            await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            m = mgr._matches[s.match_id]
+            async with m.lock:  # a request under way
+                sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())
+                for _ in range(20):
+                    await asyncio.sleep(0)
+                during = (m.status, sweep.done())
+            await sweep
+            return during, m.status, (await store.load_match(s.match_id)).record.status
+    during, after, stored = run(go())
+    assert during == ("waiting", False) and after == stored == "active"

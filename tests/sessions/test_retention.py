@@ -6,6 +6,7 @@ the pass interval is 50 ms."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import time
@@ -217,6 +218,70 @@ def test_a_prune_line_gives_its_batchs_duration_in_milliseconds_to_a_tenth():
     (line,) = [e for e in run(go()) if e["event"] == "matches_pruned"]
     assert line["duration_ms"] == 123.4 and line["matches"] == 1
 
+def test_a_prune_line_names_each_count_of_its_batch_as_the_store_gave_it():
+    """docs/operations.md, Retention: ``matches``, ``actions``, ``decks`` and ``seats`` of a
+    ``matches_pruned`` line are the store's counts for its batch, each under its own name."""
+    from engine_service.store.base import PruneCounts, PrunedBatch
+
+    class Counts(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            batch = await super().prune_finished(ended_before, limit)
+            return PrunedBatch(batch.match_ids, PruneCounts(len(batch.match_ids), 7, 3, 2)) if batch.match_ids else batch
+
+    async def go():
+        async with manager(config(), store=Counts()) as mgr:
+            await ended_match(mgr)
+            with capture_logs() as logs:
+                total = await mgr.prune_finished(ended_before=time.time() + 1)
+        return total, logs
+    total, logs = run(go())
+    (line,) = [e for e in logs if e["event"] == "matches_pruned"]
+    assert [line[k] for k in ("matches", "actions", "decks", "seats")] == [1, 7, 3, 2]
+    assert (total.matches, total.actions, total.decks, total.seats) == (1, 7, 3, 2)
+
+
+@pytest.mark.parametrize("batch_s", [0.2, 0.001])
+def test_a_pause_after_a_batch_is_at_least_as_long_as_the_batch_and_short_after_a_quick_one(batch_s):
+    """docs/operations.md, Retention: each batch is "followed by a pause at least as long, so
+    actions keep being written during it", and a backlog of quick batches (10 matches in
+    ~10 ms) "goes at over 100 matches a second": a quick batch's pause is PRUNE_PAUSE_S, well
+    under a tenth of a second. The pass's clocks are scripted: every reading of its
+    perf_counter is ``batch_s`` later than the one before, and its pauses are recorded."""
+    pauses = []
+
+    class Clock:
+        now = 10.0
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def perf_counter(self):
+            self.now += batch_s
+            return self.now
+
+    class Asyncio:
+        def __getattr__(self, name):
+            return getattr(asyncio, name)
+
+        async def sleep(self, delay):
+            pauses.append(delay)
+
+    async def go():
+        async with manager(config(prune_batch=1)) as mgr:
+            for _ in range(2):
+                await ended_match(mgr)
+            with capture_logs() as logs, pytest.MonkeyPatch.context() as mp:
+                mp.setattr(housekeeping, "time", Clock())
+                mp.setattr(housekeeping, "asyncio", Asyncio())
+                total = await mgr.prune_finished(ended_before=time.time() + 1)
+        return total, [e["duration_ms"] for e in logs if e["event"] == "matches_pruned"]
+    total, durations = run(go())
+    assert total.matches == 2 and len(durations) == 2 and len(pauses) == 2
+    assert all(p >= d / 1000 for p, d in zip(pauses, durations)), (pauses, durations)
+    if batch_s < housekeeping.PRUNE_PAUSE_S:
+        assert all(p == housekeeping.PRUNE_PAUSE_S for p in pauses) and housekeeping.PRUNE_PAUSE_S <= 0.09
+
+
 def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     """The cutoff given to a pass is the one it prunes by, not ``keep_finished_days`` (here 0:
     every ended match would go): a match that ended after it stays, in the store and in
@@ -235,6 +300,91 @@ def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
     old, recent, total, held, old_stored, recent_stored = run(go())
     assert total.matches == 1 and old_stored is None
     assert recent_stored is not None and recent_stored.record.status == "finished" and recent in held
+
+
+def test_a_prune_batch_above_the_stores_maximum_still_clears_the_backlog_in_one_pass(monkeypatch):
+    """``prune_batch`` is capped at the store's MAX_PRUNE_BATCH (config.py): a batch the store
+    filled to its maximum is a full one, and the pass goes on. Read as short (under an
+    uncapped ``prune_batch``), it ended the pass with the backlog still in the store. The
+    maximum is 2 here (500 in the store)."""
+    from engine_service.store import memory
+
+    monkeypatch.setattr(memory, "MAX_PRUNE_BATCH", 2)
+    monkeypatch.setattr(housekeeping, "MAX_PRUNE_BATCH", 2)
+    store = MemoryStore()
+
+    async def go():
+        async with manager(config(prune_batch=10), store=store) as mgr:
+            ids = [(await ended_match(mgr))[0] for _ in range(5)]
+            total = await mgr.prune_finished(ended_before=time.time() + 1)
+            return ids, total, [await store.load_match(i) for i in ids]
+    ids, total, stored = run(go())
+    assert total.matches == 5 and stored == [None] * 5
+
+
+def test_a_match_being_loaded_while_a_batch_prunes_it_is_forgotten_once_registered():
+    """A read of an evicted match loads it from the store; a prune batch that deletes it
+    meanwhile waits for that load to register it, then forgets it: afterwards the match is
+    not held in memory and every call about it finds no such match."""
+    reading, gate, pruned = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class SlowLoads(MemoryStore):
+        held_back: str | None = None
+
+        async def load_match(self, match_id):
+            stored = await super().load_match(match_id)
+            if match_id == self.held_back:
+                reading.set()
+                await gate.wait()
+            return stored
+
+        async def prune_finished(self, ended_before, limit=100):
+            batch = await super().prune_finished(ended_before, limit)
+            pruned.set()
+            return batch
+
+    store = SlowLoads()
+
+    async def go():
+        async with manager(config(), store=store) as mgr:
+            match_id, _ = await ended_match(mgr)
+            assert mgr.evict_finished() == 1
+            store.held_back = match_id
+            load = asyncio.ensure_future(mgr.get_match(match_id))
+            await asyncio.wait_for(reading.wait(), 10)
+            prune = asyncio.ensure_future(mgr.prune_finished(ended_before=time.time() + 1))
+            await asyncio.wait_for(pruned.wait(), 10)
+            await asyncio.sleep(0.02)  # the pass, past its batch, forgets what it holds
+            gate.set()
+            loaded = await load
+            total = await prune
+            held = list(mgr.match_ids())
+            with pytest.raises(MatchNotFound):
+                await mgr.get_match(match_id)
+            return match_id, loaded, total, held
+    match_id, loaded, total, held = run(go())
+    assert loaded.match_id == match_id and total.matches == 1 and held == []
+
+
+def test_a_pruned_match_is_forgotten_even_while_a_stream_still_watches_it():
+    """Unlike eviction (which waits for a slow stream to finish reading), a prune forgets a
+    match it deleted even while a stream is open on it: the store holds nothing of it any
+    more, and every call about it finds no such match."""
+    async def go():
+        async with manager(config()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(2)]
+            me = mgr.authenticate(s.match_id, tokens[0])
+            async with contextlib.aclosing(mgr.watch(s.match_id, me, -1)) as stream:
+                assert (await anext(stream)).kind == "snapshot"
+                await mgr.terminate_match(s.match_id, "done")
+                total = await mgr.prune_finished(ended_before=time.time() + 1)
+                held = list(mgr.match_ids())
+                with pytest.raises(MatchNotFound):
+                    await mgr.get_match(s.match_id)
+            return total, held
+    total, held = run(go())
+    assert total.matches == 1 and held == []
 
 
 @pytest.mark.parametrize("error", [StoreError, RuntimeError])
@@ -336,6 +486,35 @@ def test_a_batch_that_fails_after_the_drain_cancelled_its_pass_is_not_reported_b
         await asyncio.sleep(0)
     run(go())
     assert [c for c in reported if isinstance(c.get("exception"), StoreError)] == []
+
+
+def test_a_batch_cancelled_under_its_pass_is_not_reported_by_asyncio():
+    """A batch task cancelled itself (as ``asyncio.run`` cancels the tasks left at its end)
+    ends its pass with the cancellation, and asyncio reports nothing about it: no "Exception
+    in callback" from the batch's own bookkeeping."""
+    entered = asyncio.Event()
+
+    class Hangs(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            entered.set()
+            await asyncio.Event().wait()
+
+    async def go():
+        reported = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context))
+        async with manager(config(), store=Hangs()) as mgr:
+            await ended_match(mgr)
+            pass_ = asyncio.ensure_future(mgr.prune_finished(ended_before=time.time() + 1))
+            await asyncio.wait_for(entered.wait(), 10)
+            (batch,) = [t for t in asyncio.all_tasks() if t.get_name() == "prune-batch"]
+            batch.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await pass_
+            for _ in range(3):
+                await asyncio.sleep(0)
+        return batch.cancelled(), reported
+    cancelled, reported = run(go())
+    assert cancelled and reported == []
 
 
 def test_a_pass_under_way_starts_no_batch_once_the_drain_has_begun():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import gc
 import json
@@ -334,7 +335,6 @@ def test_a_file_system_without_locks_is_said_at_once_not_taken_for_another_engin
     service) is a StoreError at once naming the lock file and the reason, its descriptor closed:
     it was taken for a held lock, waited out --db-lock-wait-s and then said "in use by another
     engine process", which sent the operator looking for an engine that was not there."""
-    import errno
 
     path = str(tmp_path / "db.sqlite3")
 
@@ -473,6 +473,150 @@ def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_proces
     finally:
         os.close(fd)
     assert "is in use by another engine process; one engine per database" in str(refused.value)
+
+
+def test_a_holder_whose_description_lacks_a_field_is_named_with_a_question_mark(tmp_path):
+    """A description missing a field (written by another release, or cut short) still names
+    what it has; what it lacks reads "?", never a blank the operator takes for a value."""
+    path = str(tmp_path / "db.sqlite3")
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, json.dumps({"host": "box"}).encode())
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(path).acquire()
+    finally:
+        os.close(fd)
+    assert "in use by another engine process (pid ? on box since ?);" in str(refused.value)
+
+
+def test_no_wait_asked_for_is_refused_without_a_single_poll(tmp_path, monkeypatch):
+    """``wait_s`` 0 (the default, ``--db-lock-wait-s`` unset) refuses at the first attempt,
+    even on a clock that has not moved since the deadline was set: no pause, no
+    ``db_lock_waiting`` line (a negative wait is no wait either)."""
+    path = str(tmp_path / "db.sqlite3")
+    holder = FileOwnership(path)
+    holder.acquire()
+    try:
+        for wait_s in (0.0, -5.0):
+            clock = _Clock()
+            monkeypatch.setattr(ownership, "time", clock)
+            with structlog.testing.capture_logs() as logs, pytest.raises(StoreInUse):
+                FileOwnership(path).acquire(wait_s=wait_s)
+            assert clock.pauses == [] and logs == [], (wait_s, clock.pauses, logs)
+    finally:
+        holder.release()
+
+
+def test_a_waiting_store_says_once_how_long_it_will_wait_to_a_tenth_of_a_second(tmp_path, monkeypatch):
+    """The one ``db_lock_waiting`` line of a wait gives the time left to a tenth of a second
+    (an operator reads "0.3", not "0", for a wait of a third of a second)."""
+    path = str(tmp_path / "db.sqlite3")
+    holder = FileOwnership(path)
+    holder.acquire()
+    try:
+        clock = _Clock()
+        monkeypatch.setattr(ownership, "time", clock)
+        with structlog.testing.capture_logs() as logs, pytest.raises(StoreInUse):
+            FileOwnership(path).acquire(wait_s=0.34)
+    finally:
+        holder.release()
+    assert len(clock.pauses) >= 30
+    assert [(line["event"], line["wait_s"]) for line in logs] == [("db_lock_waiting", 0.3)], logs
+
+
+def test_a_lock_file_that_cannot_be_opened_is_said_at_once_not_taken_for_another_engine(tmp_path):
+    """A lock file the engine may not create (its directory missing or read-only) is a
+    StoreError naming the file and the reason, not "in use by another engine process"."""
+    path = str(tmp_path / "missing" / "db.sqlite3")
+    with pytest.raises(StoreError) as refused:
+        FileOwnership(path).acquire(wait_s=30)
+    assert not isinstance(refused.value, StoreInUse)
+    assert str(refused.value) == f"cannot open the lock file {path}.lock: {os.strerror(errno.ENOENT)}"
+
+
+def test_the_lock_file_holds_one_json_line_naming_the_holder(tmp_path):
+    """What the holder writes in its lock file (read by the next engine's refusal, and by an
+    operator): one line of JSON with its pid, host and start time."""
+    path = str(tmp_path / "db.sqlite3")
+    holder = FileOwnership(path)
+    holder.acquire()
+    try:
+        with open(f"{path}.lock", "rb") as fh:
+            content = fh.read()
+    finally:
+        holder.release()
+    assert content.endswith(b"\n") and content.count(b"\n") == 1, content
+    info = json.loads(content)
+    assert (info["pid"], info["host"]) == (os.getpid(), socket.gethostname())
+
+
+def test_a_holder_that_cannot_write_its_description_still_holds_the_lock(tmp_path, monkeypatch):
+    """The description is a courtesy (a full disk, ENOSPC, must not stop the engine): the lock
+    is taken all the same, and the next engine is refused as by "another engine process"."""
+    path = str(tmp_path / "db.sqlite3")
+
+    def no_space(fd, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    holder = FileOwnership(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(ownership.os, "ftruncate", no_space)
+        holder.acquire()
+    try:
+        assert holder.held
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(path).acquire()
+    finally:
+        holder.release()
+    assert "is in use by another engine process; one engine per database" in str(refused.value)
+
+
+def test_a_store_on_a_link_waits_lock_wait_s_in_all_for_its_two_lock_files(tmp_path, monkeypatch):
+    """``wait_s`` bounds the whole wait, not each lock file's: a store on a link that waited
+    for the lock beside the link (an engine of an earlier release held it) waits for the one
+    beside the file only what is left, and is refused ``wait_s`` after it began."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+    old = os.open(f"{link}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(old, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    holder = FileOwnership(str(real))
+    holder.acquire()
+
+    class Releases(_Clock):  # the old engine lets go of the link's lock 0.3 s into the wait
+        def sleep(self, seconds: float) -> None:
+            super().sleep(seconds)
+            if self.now >= 1000.3 and old_fd:
+                os.close(old_fd.pop())
+
+    old_fd = [old]
+    clock = Releases()
+    try:
+        monkeypatch.setattr(ownership, "time", clock)
+        with pytest.raises(StoreInUse) as refused:
+            FileOwnership(str(link)).acquire(wait_s=0.5)
+    finally:
+        holder.release()
+        for fd in old_fd:
+            os.close(fd)
+    assert old_fd == [] and str(refused.value).endswith(f"(lock file {real}.lock)")
+    assert 0.5 <= clock.now - 1000.0 < 0.5 + ownership.POLL_S + 1e-9, clock.now
+
+
+def test_taking_a_held_lock_again_makes_no_attempt_and_keeps_the_lock_files_held(tmp_path, monkeypatch):
+    """``acquire`` on a lock already held returns at once: it does not let go and take the
+    lock again, which left a moment for another engine to take it."""
+    path = str(tmp_path / "db.sqlite3")
+    lock = FileOwnership(path)
+    lock.acquire()
+    attempts = []
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(FileOwnership, "_open", staticmethod(lambda p: attempts.append(p) or os.open(p, os.O_RDWR)))
+            lock.acquire()
+        assert attempts == [] and lock.held
+    finally:
+        lock.release()
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
