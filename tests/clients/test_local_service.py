@@ -253,3 +253,17 @@ def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
             assert service.log_path.exists()
         assert service.process.returncode == -signal.SIGTERM
     assert not mine.log_path.exists() and theirs.log_path.exists()
+
+
+def test_a_service_leaves_no_descriptor_open(tmp_path):
+    """A service started and stopped leaves the caller's process with the descriptors it had:
+    neither the log file it hands the engine nor the one its own log was made with (each
+    LocalService without ``log_path`` kept one open until the process exited)."""
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    for log_path in (None, tmp_path / "engine.log"):
+        with LocalService(python=_fake_engine(tmp_path, STARTS), log_path=log_path):
+            pass
+    assert open_fds() == before
