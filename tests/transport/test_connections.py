@@ -1208,6 +1208,38 @@ def test_an_accept_out_of_descriptors_is_one_episode_counted_and_ended_by_a_serv
     assert all(0 <= e["exhausted_s"] <= elapsed + 0.05 for e in logs if e["event"] == "open_files_available")
 
 
+def test_a_pause_out_of_descriptors_does_not_hold_the_close(monkeypatch):
+    """The engine's drain closes the metrics endpoint while it may be pausing out of
+    descriptors: the close ends the pause at once instead of waiting it out (a pause of 60 s
+    here, past the close's hang guard)."""
+    import socketserver
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from engine_service.transport import fdlimits
+    from tests.sessions.helpers import capture_logs_with_context
+
+    monkeypatch.setattr(fdlimits, "ACCEPT_RETRY_S", 60.0)
+    failures = [OSError(errno.EMFILE, os.strerror(errno.EMFILE))]
+    original = socketserver.TCPServer.get_request
+
+    def flaky(self):
+        if failures:
+            raise failures.pop()
+        return original(self)
+
+    monkeypatch.setattr(socketserver.TCPServer, "get_request", flaky)
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", CollectorRegistry())
+    closer = threading.Thread(target=httpd.close, daemon=True)
+    with capture_logs_with_context() as logs:
+        with socket.create_connection(("127.0.0.1", httpd.server_port)):
+            _until(lambda: any(e["event"] == "open_files_exhausted" for e in logs), timeout=30)
+            closer.start()
+            closer.join(30.0)
+    assert not closer.is_alive(), "close() waited for the pause to end"
+
+
 def test_a_closed_metrics_endpoint_lets_its_port_go():
     """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
     ``shutdown()`` alone left it bound until the process exited, and a successor given the
@@ -1315,6 +1347,11 @@ def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
         httpd.shutdown()
     with pytest.raises(OSError, match="cannot resolve the metrics address 'no-such-host.invalid'"):
         start_metrics_server(0, "no-such-host.invalid", registry)
+    # the address as the operator wrote it; and brackets only as a pair around the whole of it
+    with pytest.raises(OSError, match=r"cannot resolve the metrics address '\[no-such-host.invalid\]'"):
+        start_metrics_server(0, "[no-such-host.invalid]", registry)
+    with pytest.raises(OSError, match=r"cannot resolve the metrics address '\[::1'"):
+        start_metrics_server(0, "[::1", registry)
 
 
 def test_an_unlimited_open_files_limit_is_not_low():
