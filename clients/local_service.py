@@ -67,7 +67,11 @@ class LocalService:
         self.python = python
         self.cwd = cwd
         self._own_log = log_path is None
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="cardgames-", suffix=".log")[1])
+        if not log_path:
+            fd, own = tempfile.mkstemp(prefix="cardgames-", suffix=".log")
+            os.close(fd)  # the engine writes it; the descriptor mkstemp opened stayed open until the exit
+            log_path = own
+        self.log_path = Path(log_path)
         self.process: subprocess.Popen | None = None
         self.port: int | None = None
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -158,13 +161,41 @@ def test_the_environment_given_is_the_engines_whole_environment(tmp_path, monkey
     says = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 4321, "
             "\\\"env\\\": \\\"${CARDGAMES_DB-none} ${CARDGAMES_LOG_LEVEL-none}\\\", "
             "\\\"cwd\\\": \\\"$(pwd)\\\"}\"\nexec sleep 60\n")
-    service = LocalService(python=_fake_engine(tmp_path, says), env={"PATH": os.environ["PATH"], "CARDGAMES_LOG_LEVEL": "debug"},
+    given = {"PATH": os.environ["PATH"], "CARDGAMES_LOG_LEVEL": "debug", "CARDGAMES_ADMIN_TOKEN": "the caller's"}
+    service = LocalService(python=_fake_engine(tmp_path, says), env=given, admin_token="s3cret-t0ken",
                            cwd=tmp_path, log_path=tmp_path / "engine.log")
     try:
         line = service.start().find_log("grpc_server_started")[-1]
         assert line["env"] == "none debug" and line["cwd"] == str(tmp_path), line
     finally:
         service.kill()
+    # the caller's dict is the caller's: the engine's token (and PYTHONUNBUFFERED) went into a copy
+    assert given == {"PATH": os.environ["PATH"], "CARDGAMES_LOG_LEVEL": "debug", "CARDGAMES_ADMIN_TOKEN": "the caller's"}
+
+
+def test_the_engine_writes_its_log_unbuffered_and_reads_no_input(tmp_path, monkeypatch):
+    """The engine's output is a file, which Python buffers: PYTHONUNBUFFERED (unless the
+    caller set it) makes every line, ``grpc_server_started`` first, reach the log as it is
+    written. Its stdin is /dev/null, not the caller's: clients.play reads the player's moves
+    from its own stdin, and an engine sharing it could take them."""
+    says = ("echo \"{\\\"event\\\": \\\"grpc_server_started\\\", \\\"port\\\": 4321, "
+            "\\\"unbuffered\\\": \\\"${PYTHONUNBUFFERED-none}\\\", "
+            "\\\"stdin\\\": \\\"$(readlink /proc/self/fd/0)\\\"}\"\nexec sleep 60\n")
+    ours, theirs = os.pipe()  # the caller's stdin, for the length of the test
+    saved = os.dup(0)
+    os.dup2(ours, 0)
+    try:
+        for env, unbuffered in (({"PATH": os.environ["PATH"]}, "1"), ({"PATH": os.environ["PATH"], "PYTHONUNBUFFERED": "x"}, "x")):
+            service = LocalService(python=_fake_engine(tmp_path, says), env=env, log_path=tmp_path / f"{unbuffered}.log")
+            try:
+                line = service.start().find_log("grpc_server_started")[-1]
+                assert (line["unbuffered"], line["stdin"]) == (unbuffered, "/dev/null"), line
+            finally:
+                service.kill()
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, ours, theirs):
+            os.close(fd)
 
 
 def test_a_reused_log_file_is_read_from_this_start_on(tmp_path):
@@ -193,26 +224,46 @@ def test_an_engine_that_exits_or_never_listens_is_one_failure_naming_it(tmp_path
         service.start()
     assert str(failed.value) == "the engine exited with status 2:\ncannot open the database"
     assert time.monotonic() - started < 10, "the exit was seen only at the start's timeout"
-    quiet = LocalService(python=_fake_engine(tmp_path, "exec sleep 60\n"), log_path=tmp_path / "quiet.log",
-                         startup_timeout_s=0.2)
+    quiet = LocalService(python=_fake_engine(tmp_path, "echo 'still migrating'\nexec sleep 60\n"),
+                         log_path=tmp_path / "quiet.log", startup_timeout_s=0.2)
     try:
-        with pytest.raises(local_service.ServiceFailed, match=r"^the engine did not start within 0.2 s:"):
+        with pytest.raises(local_service.ServiceFailed, match=r"^the engine did not start within 0.2 s:") as late:
             quiet.start()
+        assert str(late.value).splitlines()[1:] == ["still migrating"]  # its log's tail, as for an exit
         assert quiet.process.poll() == -signal.SIGKILL  # killed, and reaped
     finally:
         quiet.kill()
 
 
 def test_a_failure_ends_with_the_engines_last_log_lines(tmp_path):
-    """ServiceFailed's message ends with the engine's last log lines (the reason is at the end
-    of a long log), not its first ones nor only its very last."""
+    """ServiceFailed's message ends with the engine's last 30 log lines (the reason is at the
+    end of a long log), not its first ones nor only its very last. A log never written has
+    no tail."""
     says = "for n in $(seq 1 60); do echo \"line $n\"; done\nexit 1\n"
     service = LocalService(python=_fake_engine(tmp_path, says), log_path=tmp_path / "engine.log")
     with pytest.raises(local_service.ServiceFailed) as failed:
         service.start()
     status, *lines = str(failed.value).splitlines()
-    assert status == "the engine exited with status 1:" and lines[-3:] == ["line 58", "line 59", "line 60"]
-    assert "line 1" not in lines, lines
+    assert status == "the engine exited with status 1:" and lines == [f"line {n}" for n in range(31, 61)]
+    assert LocalService(log_path=tmp_path / "never-written.log").log_tail() == ""
+
+
+def test_a_start_waits_its_timeout_by_the_clock_and_no_longer(tmp_path, monkeypatch):
+    """An engine that never says it listens is given ``startup_timeout_s`` of the monotonic
+    clock from its start, looked at every START_POLL_S, and then killed: not twice as long
+    (a clock that only moves when the start sleeps: no real waiting)."""
+    clock = [1000.0]
+    monkeypatch.setattr(local_service, "time", SimpleNamespace(
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s), monotonic=lambda: clock[0]))
+    service = LocalService(python=_fake_engine(tmp_path, "exec sleep 60\n"), log_path=tmp_path / "engine.log",
+                           startup_timeout_s=5.0)
+    try:
+        with pytest.raises(local_service.ServiceFailed, match=r"^the engine did not start within 5 s:"):
+            service.start()
+        assert 5.0 <= clock[0] - 1000.0 <= 5.0 + local_service.START_POLL_S + 1e-6, clock
+        assert service.process.returncode == -signal.SIGKILL
+    finally:
+        service.kill()
 
 
 def test_a_failed_start_is_said_in_one_line(tmp_path):
@@ -237,8 +288,13 @@ def test_a_failed_start_is_said_in_one_line(tmp_path):
     assert service.failure(argparse_says) == "cannot_serve"
     log.write_text('{"level": "error", "event": "a", "error": "first"}\n'
                    '{"level": "warning", "event": "b", "error": "a warning"}\n'
-                   '{"level": "error", "event": "c", "error": "last"}\n')
-    assert service.failure(exited) == "last"
+                   'a plain line, then JSON lines again\n'
+                   '{"level": "error", "event": "c", "error": "last"}\n'
+                   '{"level": "warning", "event": "d", "error": "a later warning"}\n'
+                   '{"level": "info", "event": "c_done"}\n')
+    assert service.failure(exited) == "last"  # a warning is no failure, even the last line
+    assert [line["event"] for line in service.logs()] == ["a", "b", "c", "d", "c_done"]
+    assert [line["event"] for line in service.find_log("c")] == ["c"]  # the event named, not a prefix
 
 
 def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
@@ -253,3 +309,57 @@ def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
             assert service.log_path.exists()
         assert service.process.returncode == -signal.SIGTERM
     assert not mine.log_path.exists() and theirs.log_path.exists()
+
+
+def test_a_free_port_is_a_number_nothing_holds():
+    """free_port(): a TCP port that could be bound a moment ago, never one in use."""
+    port = local_service.free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        other = local_service.free_port()
+        assert isinstance(other, int) and other != port
+
+
+def test_by_default_the_engine_binds_a_free_port_with_a_database_in_memory(tmp_path):
+    """The module's defaults: ``--port 0`` (the engine binds a free port and says which),
+    ``--db memory:`` (nothing survives the process), a free metrics port, and a log file of
+    its own in the temporary directory (not the directory the client was started in)."""
+    service = LocalService()
+    try:
+        command = service.command()
+        assert command[command.index("--port") + 1] == "0"
+        assert command[command.index("--db") + 1] == "memory:"
+        assert int(command[command.index("--metrics-port") + 1]) == service.metrics_port > 0
+        assert service.log_path.parent == Path(tempfile.gettempdir())
+        assert service.log_path.name.startswith("cardgames-") and service.log_path.suffix == ".log"
+    finally:
+        service.cleanup()
+
+
+#: Says it listens, then drains for 0.5 s on SIGTERM and exits 0.
+DRAINS_SLOWLY = ("trap 'kill $!; sleep 0.5; exit 0' TERM\n"
+                 "echo '{\"event\": \"grpc_server_started\", \"port\": 4321}'\n"
+                 "sleep 60 & wait\n")
+
+
+def test_a_draining_engine_is_given_its_time_at_the_end_of_the_block(tmp_path):
+    """stop() (the end of a ``with`` block) waits for a drain that takes a while (0.5 s here)
+    and returns its exit status; SIGKILL is for an engine still there after ``timeout_s``."""
+    with LocalService(python=_fake_engine(tmp_path, DRAINS_SLOWLY), log_path=tmp_path / "engine.log") as service:
+        pass
+    assert service.process.returncode == 0
+
+
+def test_a_service_leaves_no_descriptor_open(tmp_path):
+    """A service started and stopped leaves the caller's process with the descriptors it had:
+    neither the log file it hands the engine nor the one its own log was made with (each
+    LocalService without ``log_path`` kept one open until the process exited)."""
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    for log_path in (None, tmp_path / "engine.log"):
+        with LocalService(python=_fake_engine(tmp_path, STARTS), log_path=log_path):
+            pass
+    assert open_fds() == before

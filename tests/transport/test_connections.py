@@ -979,9 +979,94 @@ def test_a_request_read_starts_no_read_once_its_deadline_is_gone():
         late = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() - 0.001)
         with pytest.raises(TimeoutError):
             late.readinto(buffer)
-        in_time = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() + 30)
+        in_time = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() + 100)
         assert in_time.readinto(buffer) == 4 and bytes(buffer) == b"GET "  # the late one read nothing
-        assert 0 < ours.gettimeout() <= 30
+        assert 90 < ours.gettimeout() <= 100  # the time left, not the handler's whole timeout (10 s)
+
+
+def test_a_connections_request_deadline_is_the_read_timeout_from_its_accept(monkeypatch):
+    """Each connection's reads share one deadline, ``read_timeout_s`` after the connection is
+    set up (not a multiple of it): measured as the deadline the connection's reader gets, as a
+    wait for the close would need an upper bound a loaded machine can miss."""
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport import fdlimits
+
+    given: list[float] = []
+
+    class Recorded(fdlimits._DeadlineReader):
+        def __init__(self, raw, sock, deadline: float) -> None:
+            given.append(deadline - time.monotonic())
+            super().__init__(raw, sock, deadline)
+
+    monkeypatch.setattr(fdlimits, "_DeadlineReader", Recorded)
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=5.0)
+    try:
+        assert b"probe_total 1.0" in _scrape(httpd.server_port)
+    finally:
+        httpd.close()
+    assert len(given) == 1 and 0 < given[0] <= 5.0, given
+
+
+def test_a_connection_in_progress_holds_neither_the_close_nor_the_exit():
+    """A connection still being served (here a silent one, its read timeout 120 s away) is
+    served on a daemon thread: the endpoint's close() (the engine's drain) returns without
+    waiting for it, and it never holds the process at its exit."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    httpd = start_metrics_server(0, "127.0.0.1", CollectorRegistry(), read_timeout_s=120.0)
+    served = []
+    serve = httpd.process_request_thread
+
+    def recorded(request, client_address):
+        served.append(threading.current_thread())
+        serve(request, client_address)
+
+    httpd.process_request_thread = recorded
+    with socket.create_connection(("127.0.0.1", httpd.server_port)):
+        _until(lambda: served, timeout=30)
+        assert served[0].daemon
+        closer = threading.Thread(target=httpd.close, daemon=True)
+        closer.start()
+        closer.join(30.0)  # a hang guard: the connection's timeout is 120 s away
+        assert not closer.is_alive(), "close() waited for the connection in progress"
+
+
+def test_a_burst_of_connections_waits_in_the_kernels_queue_not_for_syn_retries(monkeypatch):
+    """While the endpoint is not accepting (busy, or out of descriptors), connections wait in
+    its listen queue: 64 of them connect at once. socketserver's queue of 5 left the rest
+    without an answer to their SYN, each connection then a second or more late (the kernel's
+    retry), here refused by the connect's timeout."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from engine_service.transport import fdlimits
+
+    accepting = threading.Event()
+    handle = fdlimits.MetricsHttpServer._handle_request_noblock
+
+    def held(self):
+        accepting.wait()
+        handle(self)
+
+    monkeypatch.setattr(fdlimits.MetricsHttpServer, "_handle_request_noblock", held)
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", CollectorRegistry(), max_connections=100)
+    burst: list[socket.socket] = []
+    try:
+        for _ in range(64):
+            burst.append(socket.create_connection(("127.0.0.1", httpd.server_port), timeout=1.0))
+    finally:
+        accepting.set()
+        for s in burst:
+            s.close()
+        httpd.close()
 
 
 def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
@@ -1075,6 +1160,7 @@ def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_s
 @pytest.mark.parametrize("episodes", [
     [[errno.ECONNABORTED]],  # a connection reset before its accept: no exhaustion at all
     [[errno.EMFILE, errno.EMFILE], [errno.ENFILE]],  # two episodes, each counted from 0
+    [[errno.ENOBUFS], [errno.ENOMEM]],  # no kernel memory for a socket: the same wait
 ])
 def test_an_accept_out_of_descriptors_is_one_episode_counted_and_ended_by_a_served_scrape(
         monkeypatch, episodes):
@@ -1120,6 +1206,38 @@ def test_an_accept_out_of_descriptors_is_one_episode_counted_and_ended_by_a_serv
     assert [(e["event"], e["port"], e.get("failed_accepts"), e.get("error")) for e in logs] == expected
     # how long the episode lasted: within the test's own span (not a speed bound)
     assert all(0 <= e["exhausted_s"] <= elapsed + 0.05 for e in logs if e["event"] == "open_files_available")
+
+
+def test_a_pause_out_of_descriptors_does_not_hold_the_close(monkeypatch):
+    """The engine's drain closes the metrics endpoint while it may be pausing out of
+    descriptors: the close ends the pause at once instead of waiting it out (a pause of 60 s
+    here, past the close's hang guard)."""
+    import socketserver
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from engine_service.transport import fdlimits
+    from tests.sessions.helpers import capture_logs_with_context
+
+    monkeypatch.setattr(fdlimits, "ACCEPT_RETRY_S", 60.0)
+    failures = [OSError(errno.EMFILE, os.strerror(errno.EMFILE))]
+    original = socketserver.TCPServer.get_request
+
+    def flaky(self):
+        if failures:
+            raise failures.pop()
+        return original(self)
+
+    monkeypatch.setattr(socketserver.TCPServer, "get_request", flaky)
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", CollectorRegistry())
+    closer = threading.Thread(target=httpd.close, daemon=True)
+    with capture_logs_with_context() as logs:
+        with socket.create_connection(("127.0.0.1", httpd.server_port)):
+            _until(lambda: any(e["event"] == "open_files_exhausted" for e in logs), timeout=30)
+            closer.start()
+            closer.join(30.0)
+    assert not closer.is_alive(), "close() waited for the pause to end"
 
 
 def test_a_closed_metrics_endpoint_lets_its_port_go():
@@ -1229,6 +1347,11 @@ def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
         httpd.shutdown()
     with pytest.raises(OSError, match="cannot resolve the metrics address 'no-such-host.invalid'"):
         start_metrics_server(0, "no-such-host.invalid", registry)
+    # the address as the operator wrote it; and brackets only as a pair around the whole of it
+    with pytest.raises(OSError, match=r"cannot resolve the metrics address '\[no-such-host.invalid\]'"):
+        start_metrics_server(0, "[no-such-host.invalid]", registry)
+    with pytest.raises(OSError, match=r"cannot resolve the metrics address '\[::1'"):
+        start_metrics_server(0, "[::1", registry)
 
 
 def test_an_unlimited_open_files_limit_is_not_low():
@@ -1240,6 +1363,83 @@ def test_an_unlimited_open_files_limit_is_not_low():
     assert not too_few_open_files(4096) and not too_few_open_files(resource.RLIM_INFINITY)
     assert open_files_fields(resource.RLIM_INFINITY, resource.RLIM_INFINITY) == \
         {"max_open_files": -1, "max_open_files_hard": -1}
+
+
+def test_the_metrics_endpoints_own_limits_are_the_documented_ones():
+    """docs/operations.md, "Connections and file descriptors": a connection whose whole
+    request has not come within 10 s of its accept is closed, at most 32 are served at once,
+    and out of descriptors the endpoint pauses 0.5 s between attempts (gRPC: 1 s)."""
+    from prometheus_client import CollectorRegistry
+
+    from engine_service.transport import fdlimits
+
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", CollectorRegistry())
+    try:
+        assert httpd.RequestHandlerClass.timeout == 10.0
+        assert httpd.max_connections == 32
+        assert fdlimits.ACCEPT_RETRY_S == 0.5
+    finally:
+        httpd.close()
+
+
+class _Limits:
+    """A stand-in for the ``resource`` module's RLIMIT_NOFILE: the limits in force, the
+    kernel's answer to a change (``refusal``: its exception), ``infinity`` as the platform
+    spells it (Linux -1, macOS 2**63 - 1)."""
+
+    RLIMIT_NOFILE = 7
+
+    def __init__(self, soft: int, hard: int, *, infinity: int = -1, refusal: Exception | None = None) -> None:
+        self.RLIM_INFINITY = infinity
+        self.limits = (soft, hard)
+        self.refusal = refusal
+        self.asked: list[tuple[int, int]] = []
+
+    def getrlimit(self, which: int) -> tuple[int, int]:
+        assert which == self.RLIMIT_NOFILE
+        return self.limits
+
+    def setrlimit(self, which: int, limits: tuple[int, int]) -> None:
+        assert which == self.RLIMIT_NOFILE
+        self.asked.append(limits)
+        if self.refusal is not None:
+            raise self.refusal
+        self.limits = limits
+
+
+@pytest.mark.parametrize("soft, hard, refusal, got", [
+    (1024, 524288, None, (524288, 524288)),  # systemd's and Docker's: raised to the hard one
+    (1024, 524288, ValueError("not allowed"), (1024, 524288)),  # refused: as it was
+    (1024, 524288, PermissionError(1, "Operation not permitted"), (1024, 524288)),
+    (1024, -1, None, (1024, -1)),  # an unlimited hard limit is no number to raise to: left
+    (-1, -1, None, (-1, -1)),
+    (65536, 65536, None, (65536, 65536)),
+])
+def test_the_soft_open_files_limit_is_raised_to_a_numeric_hard_limit_or_left(monkeypatch, soft, hard, refusal, got):
+    """raise_open_files_limit(): the soft limit becomes the hard one, and the (soft, hard)
+    returned are the ones in force afterwards: the old ones where the kernel refused (the
+    start goes on, and warns of a low limit), or where the hard limit is "unlimited", which no
+    kernel takes as a soft limit (it would refuse: Linux caps at fs.nr_open)."""
+    from engine_service.transport import fdlimits
+
+    limits = _Limits(soft, hard, refusal=refusal)
+    monkeypatch.setattr(fdlimits, "resource", limits)
+    assert fdlimits.raise_open_files_limit() == got == limits.limits
+    assert all(asked == (hard, hard) for asked in limits.asked)
+    if hard == -1:
+        assert limits.asked == []
+
+
+def test_an_unlimited_open_files_limit_is_logged_as_minus_one_everywhere(monkeypatch):
+    """"Unlimited" is -1 in the log fields whatever number the platform uses for it (macOS:
+    2**63 - 1, a number no operator reads as unlimited), and is never a low limit."""
+    from engine_service.transport import fdlimits
+
+    infinity = 2**63 - 1
+    monkeypatch.setattr(fdlimits, "resource", _Limits(infinity, infinity, infinity=infinity))
+    assert fdlimits.open_files_fields(infinity, infinity) == {"max_open_files": -1, "max_open_files_hard": -1}
+    assert fdlimits.open_files_fields(1024, infinity) == {"max_open_files": 1024, "max_open_files_hard": -1}
+    assert not fdlimits.too_few_open_files(infinity) and fdlimits.too_few_open_files(1024)
 
 
 def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
