@@ -3,7 +3,7 @@ mode, for demos, and for tests that need a real service.
 
 ``LocalService`` runs ``python -m engine_service serve`` with ``--port 0`` unless told a port
 (the server binds a free port and logs it in its ``grpc_server_started`` line, which is read
-back here), JSON logs to a file, and a database of the caller's choosing (``memory:`` by default: nothing survives
+back here; ``metrics_port=0`` likewise, read back from ``metrics_server_started``), JSON logs to a file, and a database of the caller's choosing (``memory:`` by default: nothing survives
 the process). Stopping sends SIGTERM, so the service drains as in production.
 
     with LocalService() as service:
@@ -93,6 +93,7 @@ class LocalService:
             env["CARDGAMES_ADMIN_TOKEN"] = self.admin_token  # never on the command line
         env.setdefault("PYTHONUNBUFFERED", "1")
         seen = len(self.find_log("grpc_server_started"))  # a reused log file keeps older runs
+        seen_metrics = len(self.find_log("metrics_server_started"))
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                         env=env, cwd=self.cwd)
@@ -102,6 +103,10 @@ class LocalService:
             started = self.find_log("grpc_server_started")
             if len(started) > seen:
                 self.port = int(started[-1]["port"])
+                # logged before the gRPC server starts: a metrics port 0 asked for is the one bound
+                metrics = self.find_log("metrics_server_started")
+                if len(metrics) > seen_metrics:
+                    self.metrics_port = int(metrics[-1]["port"])
                 return self
             if self.process.poll() is not None:
                 raise ServiceFailed(f"the engine exited with status {self.process.returncode}:\n{self.log_tail()}")

@@ -363,3 +363,18 @@ def test_a_service_leaves_no_descriptor_open(tmp_path):
         with LocalService(python=_fake_engine(tmp_path, STARTS), log_path=log_path):
             pass
     assert open_fds() == before
+
+
+def test_a_metrics_port_0_is_read_back_as_the_port_bound(tmp_path):
+    """``metrics_port=0`` binds any free port (the module docstring): ``metrics_port`` is the one
+    the engine's ``metrics_server_started`` line names, as ``port`` is the gRPC one; it stayed
+    0. A line of an earlier run in a reused log is not taken for this run's."""
+    log = tmp_path / "engine.log"
+    log.write_text('{"event": "metrics_server_started", "port": 1111}\n')
+    says = ("echo '{\"event\": \"metrics_server_started\", \"port\": 5678}'\n" + STARTS)
+    service = LocalService(python=_fake_engine(tmp_path, says), metrics_port=0, log_path=log)
+    with service:
+        assert (service.port, service.metrics_port) == (4321, 5678)
+    service = LocalService(python=_fake_engine(tmp_path, STARTS), metrics_port=0, log_path=log)
+    with service:  # no new line: the port asked for stays
+        assert (service.port, service.metrics_port) == (4321, 0)
