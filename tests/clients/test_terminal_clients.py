@@ -2492,3 +2492,169 @@ def test_watch_screen_logs_who_took_each_trick_and_each_deal(engine):
                 assert "deal 1 scored, points (tricks taken/bid): p0 " in text, text
 
     run(scenario(), timeout_s=60)
+
+
+class _ScreenSeat:
+    """A seat session for the player's screen, without an engine: seat 0 of match ``m1`` whose
+    view is ``view``, whose stream brings ``events`` and then stays open, and which records the
+    moves it was asked to send (``submitted``: notation and expected seq) and its leaves
+    (``left``: the ``resign`` of each). ``error``: what a submit raises (else it answers with
+    ``view`` one seq on)."""
+
+    def __init__(self, view, events=(), *, game="klaberjass", error=None) -> None:
+        from types import SimpleNamespace
+
+        self.match_id, self.seat, self.client = "m1", 0, SimpleNamespace(target="h:1")
+        self._view, self.events, self.game, self.error = view, list(events), game, error
+        self.submitted, self.left, self.opened = [], [], []
+
+    async def view(self):
+        return self._view
+
+    async def summary(self):
+        summary = match_pb2.MatchSummary(match_id="m1", game=self.game, status=match_pb2.MATCH_STATUS_ACTIVE)
+        for seat, name in enumerate(["ada", "bob"]):
+            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=name)
+        return summary
+
+    async def watch(self, after_seq=None, max_failures=None, on_connection=None):
+        self.opened.append((after_seq, max_failures))
+        for event in self.events:
+            yield event
+        await asyncio.Event().wait()  # the stream stays open, as on a table where nobody moves
+
+    async def submit(self, notation, expected_seq=None):
+        self.submitted.append((notation, expected_seq))
+        if self.error is not None:
+            raise self.error
+        reply = card_games_pb2.SubmitActionResponse()
+        reply.view.CopyFrom(self._view)
+        reply.view.seq += 1
+        reply.view.ClearField("to_act")
+        return reply
+
+    async def leave(self, resign=False):
+        self.left.append(resign)
+
+
+def my_turn_view(cards: list[str], game: str = "klaberjass"):
+    """Seat 0's view of a two-seat table in play, its turn, ``cards`` in hand and each legal."""
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game=game, seat=0, to_act=0, hand_sizes=[len(cards), len(cards)], phase="playing",
+                          status=match_pb2.MATCH_STATUS_ACTIVE, seq=5)
+    for card in cards:
+        view.hand.add().code = card
+    view.legal_actions.extend([action_message(f"play:{card}") for card in cards])
+    return view
+
+
+def test_q_quits_the_screens_and_so_does_ctrl_c_with_text_selected():
+    """README: ``q`` quits the player's screen (before the end it leaves the seat away, not
+    resigned: no leave is sent) and the spectator's, as the footer says. Ctrl-C quits them too
+    while text of the event log is selected, as in any terminal program (textual's screen
+    copied the selection instead)."""
+    from textual.selection import Selection
+
+    seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+    spectator = _ScreenSpectator([], ["ada", "bob"])
+
+    async def scenario():
+        for key in ("q", "ctrl+c"):
+            for app in (PlayApp(seat, await seat.summary()),
+                        WatchApp(spectator, None, summary=await spectator.summary())):
+                async with app.run_test(size=(120, 40)) as pilot:
+                    await pilot.pause()
+                    app.screen.selections = {app.query_one("#log"): Selection(None, None)}
+                    await pilot.press(key)
+                    await wait_for(pilot, lambda: app._exit, f"{type(app).__name__} quitting on {key}", 5)
+        assert seat.left == [] and seat.submitted == []
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_says_what_became_of_a_move_it_could_not_send():
+    """A move sent without an answer (UNAVAILABLE or a deadline, no reason: the engine may have
+    played it) says so, where a move the engine refused names the reason, or the status when
+    there is none, and its message; either way the next move can be sent. Digit keys choose
+    the action of that number, sent with the seq of the view it was chosen on."""
+    from clients.play import SENDING_LOST
+
+    cases = [
+        (cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"), SENDING_LOST),
+        (cg.CardGamesError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"), SENDING_LOST),
+        (cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "the store is down", reason="STORE_UNAVAILABLE"),
+         "refused: STORE_UNAVAILABLE: the store is down"),
+        (cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "not your turn", reason="NOT_YOUR_TURN"),
+         "refused: NOT_YOUR_TURN: not your turn"),
+        (cg.CardGamesError(grpc.StatusCode.INTERNAL, "boom"), "refused: INTERNAL: boom"),
+    ]
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS", "QS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            for n, (error, said) in enumerate(cases):
+                seat.error = error
+                await pilot.press("2")
+                await wait_for(pilot, lambda: len(seat.submitted) == n + 1 and not app.submitting, "the move sent", 5)
+                assert str(app.query_one("#status").content) == said
+            assert seat.submitted == [("play:KS", 5)] * len(cases)
+            seat.error = None
+            await pilot.press("3")
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the move's answer", 5)
+            assert seat.submitted[-1] == ("play:QS", 5) and str(app.query_one("#status").content) == ""
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the_match_is_over():
+    """Georgian Joker: R asks whether to leave for good, since a bot plays the seat to the end
+    and there is no way back (GJ-12.4); R again within the 5 s sends the resignation and the
+    screen says so. Once the match is over (MATCH_ENDED) R sends nothing and asks nothing."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="rules")
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "georgian_joker"), game="georgian_joker")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R")
+            assert str(app.query_one("#status").content) == (
+                "press R again within 5 s to leave the match for good (a bot plays your seat to the end)")
+            assert seat.left == []
+            await pilot.press("R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            assert seat.left == [True] and str(app.query_one("#status").content) == "you resigned"
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]), [ended])
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.result is not None, "the match's end", 5)
+            await pilot.press("R", "R")
+            await pilot.pause()
+            assert seat.left == [] and str(app.query_one("#status").content) == "match over — press q to quit"
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_numbers_the_first_nine_actions_for_the_digit_keys():
+    """A Japanese Joker hand of 18 cards (JJK-3.4) may have more legal actions than digit keys:
+    the first nine are numbered 1-9 and their key chooses them (9 the ninth), the others are
+    chosen with the arrows and Enter."""
+    cards = ["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "6S", "AH", "KH"]
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(cards, "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            options = app.query_one("#actions")
+            labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+            assert [label[:3] for label in labels] == [f"{n}. " for n in range(1, 10)] + ["   ", "   "], labels
+            await pilot.press("9")
+            await wait_for(pilot, lambda: seat.submitted, "the ninth action sent", 5)
+            assert seat.submitted == [("play:6S", 5)]
+
+    run(scenario(), timeout_s=60)
