@@ -2658,3 +2658,35 @@ def test_play_screen_numbers_the_first_nine_actions_for_the_digit_keys():
             assert seat.submitted == [("play:6S", 5)]
 
     run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
+    """The spectator's countdown runs on while no event comes (the screen redraws itself every
+    half second, as it refits to a resized terminal), and its log names every seat, seat 0
+    too: a spectator is nobody's "you"."""
+    from google.protobuf import timestamp_pb2
+
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    view = match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, status=match_pb2.MATCH_STATUS_ACTIVE,
+                          phase="playing", seq=3)
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + 60)))
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=0, action=action, view=view)],
+        ["ada", "bob"])
+
+    def left_s(app) -> int:
+        header = screen_text(app).splitlines()[0]
+        left = re.search(r"bob to act\s+(\d+) s", header)
+        assert left, header
+        return int(left[1])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            assert "3 ada: play A♠" in [line.strip() for line in log_lines(app)], log_lines(app)
+            first = left_s(app)
+            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+
+    run(scenario(), timeout_s=60)
