@@ -2690,3 +2690,41 @@ def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
             await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
 
     run(scenario(), timeout_s=60)
+
+
+def test_the_deal_results_take_every_row_but_the_five_of_the_log_or_the_actions():
+    """On a short terminal the deal results give way, a deal at a time, to the spectator's
+    event log and to the player's actions, which keep five rows (their box and three lines:
+    WatchApp.MIN_LOG_ROWS, PlayApp.MIN_ACTION_ROWS) and no more: as many of the last deals as
+    fit are shown."""
+    from google.protobuf import json_format
+
+    def with_deals(view):
+        json_format.ParseDict([{"scores": [10 * n, 162 - 10 * n]} for n in range(6)], view.scores.deal_results)
+        return view
+
+    seen = with_deals(match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, phase="playing", seq=9,
+                                     status=match_pb2.MATCH_STATUS_ACTIVE))
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=9,
+                                                                     view=seen)], ["ada", "bob"])
+    seat = _ScreenSeat(with_deals(my_turn_view(["AS", "KS", "QS", "JS"])))
+
+    def deals_shown(app) -> int:
+        return sum(1 for line in screen_text(app).splitlines() if line.split() and line.split()[0].isdigit())
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(80, 18)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            await pilot.pause()
+            log = app.query_one("#log").region
+            assert 0 < deals_shown(app) < 6 and log.height == 5 and log.y + log.height == 18 - 1, screen_rows(app)
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(80, 19)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.pause()
+            actions, status = app.query_one("#actions").region, app.query_one("#status").region
+            assert 0 < deals_shown(app) < 6 and actions.height == 5, screen_rows(app)
+            assert actions.y + actions.height == status.y == 19 - 2, screen_rows(app)  # the footer below
+
+    run(scenario(), timeout_s=60)
