@@ -2507,14 +2507,15 @@ class _ScreenSeat:
         self.match_id, self.seat, self.client = "m1", 0, SimpleNamespace(target="h:1")
         self._view, self.events, self.game, self.error = view, list(events), game, error
         self.submitted, self.left, self.opened = [], [], []
+        self.names = ["ada", "bob"]  # the players seated, as the summary names them
 
     async def view(self):
         return self._view
 
     async def summary(self):
         summary = match_pb2.MatchSummary(match_id="m1", game=self.game, status=match_pb2.MATCH_STATUS_ACTIVE)
-        for seat, name in enumerate(["ada", "bob"]):
-            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=name)
+        for seat, name in enumerate(self.names):
+            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(name), player_name=name)
         return summary
 
     async def watch(self, after_seq=None, max_failures=None, on_connection=None):
@@ -2726,5 +2727,31 @@ def test_the_deal_results_take_every_row_but_the_five_of_the_log_or_the_actions(
             actions, status = app.query_one("#actions").region, app.query_one("#status").region
             assert 0 < deals_shown(app) < 6 and actions.height == 5, screen_rows(app)
             assert actions.y + actions.height == status.y == 19 - 2, screen_rows(app)  # the footer below
+
+    run(scenario(), timeout_s=60)
+
+
+def test_the_screens_name_the_seats_as_the_match_ended():
+    """At MATCH_ENDED both screens ask for the match's summary again: the board left on screen
+    names the seats as the match ended (a player who sat down since the summary was read, with
+    no presence event on this stream), and the player's screen has its result."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7, reason="rules")
+    view = match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, phase="playing", seq=6,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=6,
+                                                                     view=view), ended], ["ada", ""])
+    seat = _ScreenSeat(my_turn_view(["AS", "KS"]), [ended])
+    seat.names = ["ada", ""]
+
+    async def scenario():
+        for app, audience in ((WatchApp(spectator, None, summary=await spectator.summary()), spectator),
+                              (PlayApp(seat, await seat.summary()), seat)):
+            audience.names[1] = "bob"
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_for(pilot, lambda: app.board is not None and "bob" in screen_text(app),
+                               f"{type(app).__name__}: bob on the board", 5)
+                assert "seat 1" not in screen_text(app)
+                if isinstance(app, PlayApp):
+                    assert app.result is not None and app.result.seats[1].player_name == "bob"
 
     run(scenario(), timeout_s=60)
