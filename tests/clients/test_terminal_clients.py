@@ -2508,6 +2508,7 @@ class _ScreenSeat:
         self._view, self.events, self.game, self.error = view, list(events), game, error
         self.submitted, self.left, self.opened = [], [], []
         self.names = ["ada", "bob"]  # the players seated, as the summary names them
+        self.more: asyncio.Queue = asyncio.Queue()  # events a test sends once the stream is open
 
     async def view(self):
         return self._view
@@ -2522,7 +2523,8 @@ class _ScreenSeat:
         self.opened.append((after_seq, max_failures))
         for event in self.events:
             yield event
-        await asyncio.Event().wait()  # the stream stays open, as on a table where nobody moves
+        while True:  # the stream stays open, as on a table where nobody moves
+            yield await self.more.get()
 
     async def submit(self, notation, expected_seq=None):
         self.submitted.append((notation, expected_seq))
@@ -2753,5 +2755,49 @@ def test_the_screens_name_the_seats_as_the_match_ended():
                 assert "seat 1" not in screen_text(app)
                 if isinstance(app, PlayApp):
                     assert app.result is not None and app.result.seats[1].player_name == "bob"
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_shows_the_newest_view_and_a_later_snapshot():
+    """The player's screen shows the newest view it has (docs/api.md: "act on the newest
+    view"): the stream's first SNAPSHOT (after a heartbeat), older than the view the screen asked for, and a
+    replayed action's view older than it, are not shown; a view of the same seq replaces it
+    (a stream opened with after_seq 0 starts with the started view at seq 0, which replaces a
+    WAITING view: docs/api.md, Reconnecting), and so does a later SNAPSHOT, whatever its seq
+    (the match as it now stands, a backup restored)."""
+    def other_to_act(seq: int):
+        view = my_turn_view(["AS", "KS"])
+        view.seq, view.to_act = seq, 1
+        return view
+
+    waiting = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
+    started = my_turn_view(["AS", "KS"])
+    started.seq = 0
+
+    def event(kind, view):
+        return card_games_pb2.WatchMatchResponse(kind=kind, seq=view.seq, view=view)
+
+    async def scenario():
+        seat = _ScreenSeat(waiting)
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            await seat.more.put(event(match_pb2.EVENT_KIND_SNAPSHOT, started))
+            await wait_for(pilot, lambda: app._shown_actions == ["play:AS", "play:KS"], "the started view", 5)
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))  # seq 5
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            heartbeat = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=5)
+            for old in (heartbeat, event(match_pb2.EVENT_KIND_SNAPSHOT, other_to_act(3)),
+                        event(match_pb2.EVENT_KIND_ACTION, other_to_act(4))):
+                await seat.more.put(old)
+                await wait_for(pilot, lambda: seat.more.empty(), "the event read", 5)
+                await pilot.pause(0.1)
+                assert app.view_msg.seq == 5 and app._shown_actions == ["play:AS", "play:KS"]
+            await seat.more.put(event(match_pb2.EVENT_KIND_SNAPSHOT, other_to_act(2)))
+            await wait_for(pilot, lambda: app.view_msg.seq == 2 and not app._shown_actions, "the later snapshot", 5)
 
     run(scenario(), timeout_s=60)
