@@ -2801,3 +2801,43 @@ def test_play_screen_shows_the_newest_view_and_a_later_snapshot():
             await wait_for(pilot, lambda: app.view_msg.seq == 2 and not app._shown_actions, "the later snapshot", 5)
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_player():
+    """The player's countdown is on the server's clock (docs/api.md, HEARTBEAT ``server_time``):
+    1000 s behind the server, the machine shows the minute left, not 1060 s, and the countdown
+    runs on between events (the screen's half-second tick). A player who sat down after the
+    screen read the summary is named from the presence event on (the screen asks again)."""
+    from google.protobuf import struct_pb2, timestamp_pb2
+
+    ahead_s = 1000.0
+    details = struct_pb2.Struct()
+    details.update({"server_time": time.time() + ahead_s})
+    view = my_turn_view(["AS", "KS"])
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + ahead_s + 60)))
+    seat = _ScreenSeat(view, [
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=5, details=details)])
+    seat.names = ["ada", ""]
+
+    def left_s(app) -> int:
+        header = screen_text(app).splitlines()[0]
+        left = re.search(r"your turn\s+(\d+) s", header)
+        assert left, header
+        return int(left[1])
+
+    async def scenario():
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.server_clock.offset_s is not None and app.board is not None,
+                           "the heartbeat", 5)
+            app.redraw()
+            first = left_s(app)
+            assert 0 < first <= 60
+            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+            seat.names[1] = "bob"
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1,
+                                                                  reason="connected"))
+            await wait_for(pilot, lambda: "bob: connected" in [line.strip() for line in log_lines(app)],
+                           "the late player named", 5)
+
+    run(scenario(), timeout_s=60)
