@@ -2841,3 +2841,40 @@ def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_
                            "the late player named", 5)
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_keeps_what_it_said_about_a_move_through_a_lost_connection():
+    """While the stream is down the actions are greyed out and a move chosen is not sent (the
+    status says so, and goes on saying so at each further try); once it is back the actions
+    can be chosen again, focused, and the lines that said a move could not be sent go, where
+    a refusal of the engine stays."""
+    from clients.play import NOT_SENT, SENDING_LOST
+
+    def status(app) -> str:
+        return str(app.query_one("#status").content)
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            actions = app.query_one("#actions")
+            for said in (NOT_SENT, SENDING_LOST, "refused: ILLEGAL_ACTION: no"):
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))
+                assert actions.disabled and str(actions.border_title) == "your actions: wait for the connection"
+                assert banner(app) == (True, "connection lost — reconnecting (try 1 of 30)…")
+                if said == NOT_SENT:
+                    await pilot.press("1")
+                    await pilot.pause()
+                    assert seat.submitted == [] and status(app) == NOT_SENT
+                else:
+                    app.status(said)
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 2, 30))
+                assert status(app) == said
+                app.on_connection(cg.StreamState(cg.RESUMED, 2, 30))
+                await pilot.pause()
+                assert not actions.disabled and str(actions.border_title) == "your actions" and actions.has_focus
+                assert banner(app) == (False, "")
+                assert status(app) == ("" if said in (NOT_SENT, SENDING_LOST) else said)
+
+    run(scenario(), timeout_s=60)
