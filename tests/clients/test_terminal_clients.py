@@ -2665,8 +2665,9 @@ def test_play_screen_numbers_the_first_nine_actions_for_the_digit_keys():
 
 def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
     """The spectator's countdown runs on while no event comes (the screen redraws itself every
-    half second, as it refits to a resized terminal), and its log names every seat, seat 0
-    too: a spectator is nobody's "you"."""
+    half second, as it refits to a resized terminal), and its log ("events") names every seat,
+    seat 0 too: a spectator is nobody's "you". No connection line while the stream is up, and
+    no row for the deal results before a deal is scored: the log's box follows the board."""
     from google.protobuf import timestamp_pb2
 
     action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
@@ -2689,6 +2690,10 @@ def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_for(pilot, lambda: app.board is not None, "the board", 5)
             assert "3 ada: play A♠" in [line.strip() for line in log_lines(app)], log_lines(app)
+            assert app.query_one("#log").border_title == "events" and banner(app) == (False, "")
+            await pilot.pause()  # the layout: no deal scored, no row for the deal results
+            board = app.query_one("#board").region
+            assert screen_rows(app)[board.bottom].startswith("╭─ events"), screen_rows(app)
             first = left_s(app)
             await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
 
@@ -2807,7 +2812,8 @@ def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_
     """The player's countdown is on the server's clock (docs/api.md, HEARTBEAT ``server_time``):
     1000 s behind the server, the machine shows the minute left, not 1060 s, and the countdown
     runs on between events (the screen's half-second tick). A player who sat down after the
-    screen read the summary is named from the presence event on (the screen asks again)."""
+    screen read the summary is named from the presence event on (the screen asks again). No
+    deal scored yet: the actions' box follows the board, no row left for the deal results."""
     from google.protobuf import struct_pb2, timestamp_pb2
 
     ahead_s = 1000.0
@@ -2833,6 +2839,9 @@ def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_
             app.redraw()
             first = left_s(app)
             assert 0 < first <= 60
+            await pilot.pause()  # the layout: no deal scored, no row for the deal results
+            board = app.query_one("#board").region
+            assert screen_rows(app)[board.bottom].startswith("╭─ your actions"), screen_rows(app)
             await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
             seat.names[1] = "bob"
             await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1,
@@ -2859,6 +2868,7 @@ def test_play_screen_keeps_what_it_said_about_a_move_through_a_lost_connection()
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
             actions = app.query_one("#actions")
+            assert str(actions.border_title) == "your actions" and banner(app) == (False, "")
             for said in (NOT_SENT, SENDING_LOST, "refused: ILLEGAL_ACTION: no"):
                 app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))
                 assert actions.disabled and str(actions.border_title) == "your actions: wait for the connection"
