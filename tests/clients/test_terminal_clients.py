@@ -2888,3 +2888,47 @@ def test_play_screen_keeps_what_it_said_about_a_move_through_a_lost_connection()
                 assert status(app) == ("" if said in (NOT_SENT, SENDING_LOST) else said)
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_relabels_the_same_actions_and_keeps_the_highlight_where_it_was_moved():
+    """The same legal actions read otherwise in another view: the dix exchange of the next
+    deal names that deal's seven and turn-up (KL-4.1), "exchange 7♥ for the turn-up K♥" after
+    "... 7♠ ... K♠". While the actions and their labels stay the same, a redraw (an event, an
+    answer) leaves the highlight where the player moved it with the arrows; new ones are
+    highlighted from the first and focused, for Enter and the arrows, wherever the focus was."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    def dix_view(seq: int, suit: str):
+        view = match_pb2.View(game="klaberjass", seat=0, to_act=0, hand_sizes=[6, 6], phase="exchange",
+                              status=match_pb2.MATCH_STATUS_ACTIVE, seq=seq)
+        view.hand.add().code = f"7{suit}"
+        json_format.ParseDict({"trump": suit, "turn_up": f"K{suit}"}, view.table)
+        view.legal_actions.extend([action_message("exchange"), action_message("keep")])
+        return view
+
+    def labels(app) -> list[str]:
+        options = app.query_one("#actions")
+        return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+    async def scenario():
+        seat = _ScreenSeat(dix_view(5, "S"))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            assert labels(app)[0] == "1. exchange 7♠ for the turn-up K♠", labels(app)
+            await pilot.press("down")
+            assert app.query_one("#actions").highlighted == 1
+            app.redraw()
+            await pilot.pause()
+            assert app.query_one("#actions").highlighted == 1
+            app.query_one("#log").focus()  # the player tabbed to the log meanwhile
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6,
+                                                                  view=dix_view(6, "H")))
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the next deal's view", 5)
+            assert labels(app)[0] == "1. exchange 7♥ for the turn-up K♥", labels(app)
+            await pilot.pause()
+            assert app.query_one("#actions").has_focus and app.query_one("#actions").highlighted == 0
+
+    run(scenario(), timeout_s=60)
