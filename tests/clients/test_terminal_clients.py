@@ -2615,7 +2615,8 @@ def test_play_screen_says_what_became_of_a_move_it_could_not_send():
 def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the_match_is_over():
     """Georgian Joker: R asks whether to leave for good, since a bot plays the seat to the end
     and there is no way back (GJ-12.4); R again within the 5 s sends the resignation and the
-    screen says so. Once the match is over (MATCH_ENDED) R sends nothing and asks nothing."""
+    screen says so; a third R asks again. Once the match is over (MATCH_ENDED) R sends nothing
+    and asks nothing."""
     ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="rules")
 
     async def scenario():
@@ -2630,6 +2631,9 @@ def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the
             await pilot.press("R")
             await wait_for(pilot, lambda: seat.left, "the resignation", 5)
             assert seat.left == [True] and str(app.query_one("#status").content) == "you resigned"
+            await pilot.press("R")  # a third R asks again, as a first one does
+            await pilot.pause()
+            assert seat.left == [True] and str(app.query_one("#status").content).startswith("press R again")
 
         seat = _ScreenSeat(my_turn_view(["AS", "KS"]), [ended])
         app = PlayApp(seat, await seat.summary())
@@ -2638,6 +2642,52 @@ def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the
             await pilot.press("R", "R")
             await pilot.pause()
             assert seat.left == [] and str(app.query_one("#status").content) == "match over — press q to quit"
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_after_a_two_player_resignation_and_a_refused_one():
+    """Two players: the resignation ends the match and the opponent wins (JJK-10.1); its
+    MATCH_ENDED may come in before the leave's answer, and "match over" stays. A leave that
+    raises (after the library's own retries) does not close the screen."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="resigned")
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+
+        async def leave_ending_the_match(resign=False):
+            seat.left.append(resign)
+            await seat.more.put(ended)
+            for _ in range(250):  # the stream takes the event in before the answer comes
+                if app.result is not None:
+                    break
+                await asyncio.sleep(0.02)
+
+        seat.leave = leave_ending_the_match
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R")
+            assert str(app.query_one("#status").content).endswith("to resign (your opponent wins the match)")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            await pilot.pause()
+            assert seat.left == [True] and str(app.query_one("#status").content) == "match over — press q to quit"
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+
+        async def leave_refused(resign=False):
+            seat.left.append(resign)
+            raise cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "over", reason="MATCH_NOT_ACTIVE")
+
+        seat.leave = leave_refused
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R", "R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            await pilot.pause()
+            assert app.is_running and app.return_code is None
 
     run(scenario(), timeout_s=60)
 
