@@ -2982,3 +2982,23 @@ def test_play_screen_relabels_the_same_actions_and_keeps_the_highlight_where_it_
             assert app.query_one("#actions").has_focus and app.query_one("#actions").highlighted == 0
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_sends_no_move_once_its_turn_has_passed():
+    """A choice that reaches the screen once its turn has passed is not sent: an Enter on an
+    option queued while an event took the turn away (the event stream is a worker of its own,
+    the option's message still names the move)."""
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            passed = my_turn_view(["AS", "KS"])
+            passed.seq, passed.to_act = 6, 1
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6,
+                                                                  view=passed))
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the turn passed", 5)
+            await app.submit("play:KS")
+            assert seat.submitted == [] and not app.submitting
+
+    run(scenario(), timeout_s=60)
