@@ -3002,3 +3002,27 @@ def test_play_screen_sends_no_move_once_its_turn_has_passed():
             assert seat.submitted == [] and not app.submitting
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_takes_the_view_a_stale_answer_carries_and_only_a_real_one():
+    """STALE_SEQUENCE carries the current view (docs/api.md: "show it and let the player
+    decide again"): the screen shows it and asks to choose again. An ABORTED answer without a
+    view, or with an empty one, leaves the view shown as it was."""
+    newer = my_turn_view(["KS"])
+    newer.seq, newer.match_id = 7, "m1"
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            for n, view in enumerate((None, match_pb2.View(), newer)):
+                seat.error = cg.StaleSequence(grpc.StatusCode.ABORTED, "stale", "STALE_SEQUENCE", view=view)
+                await pilot.press("1")
+                await wait_for(pilot, lambda: not app.submitting and len(seat.submitted) == n + 1, "the answer", 5)
+                assert str(app.query_one("#status").content) == (
+                    "the table moved on before your action arrived: choose again")
+                assert app.view_msg.seq == (7 if view is newer else 5)
+            assert app._shown_actions == ["play:KS"]
+
+    run(scenario(), timeout_s=60)
