@@ -2754,7 +2754,7 @@ def test_the_deal_results_take_every_row_but_the_five_of_the_log_or_the_actions(
     """On a short terminal the deal results give way, a deal at a time, to the spectator's
     event log and to the player's actions, which keep five rows (their box and three lines:
     WatchApp.MIN_LOG_ROWS, PlayApp.MIN_ACTION_ROWS) and no more: as many of the last deals as
-    fit are shown."""
+    fit are shown; the connection line's row comes from them at once."""
     from google.protobuf import json_format
 
     def with_deals(view):
@@ -2778,12 +2778,17 @@ def test_the_deal_results_take_every_row_but_the_five_of_the_log_or_the_actions(
             log = app.query_one("#log").region
             assert 0 < deals_shown(app) < 6 and log.height == 5 and log.y + log.height == 18 - 1, screen_rows(app)
         app = PlayApp(seat, await seat.summary())
-        async with app.run_test(size=(80, 19)) as pilot:
+        async with app.run_test(size=(80, 21)) as pilot:
             await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
             await pilot.pause()
             actions, status = app.query_one("#actions").region, app.query_one("#status").region
             assert 0 < deals_shown(app) < 6 and actions.height == 5, screen_rows(app)
-            assert actions.y + actions.height == status.y == 19 - 2, screen_rows(app)  # the footer below
+            assert actions.y + actions.height == status.y == 21 - 2, screen_rows(app)  # the footer below
+            shown = deals_shown(app)
+            app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # its row comes from the deals
+            await pilot.pause()
+            actions, status = app.query_one("#actions").region, app.query_one("#status").region
+            assert deals_shown(app) == shown - 1 and actions.height == 5 and status.y == 21 - 2, screen_rows(app)
 
     run(scenario(), timeout_s=60)
 
@@ -3024,5 +3029,29 @@ def test_play_screen_takes_the_view_a_stale_answer_carries_and_only_a_real_one()
                     "the table moved on before your action arrived: choose again")
                 assert app.view_msg.seq == (7 if view is newer else 5)
             assert app._shown_actions == ["play:KS"]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screens_red_line_takes_its_row_from_the_board_at_once():
+    """The connection-lost line takes a row from the board, which is fitted again to the rows
+    left at once, with no countdown to tick (a table without a turn timer): on 80x22 a full
+    Jo-Jotte board is cut to leave the actions their rows, and with the red line too; back,
+    the row returns to the board."""
+    base = my_turn_view(["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S"], "jojotte")
+
+    async def scenario():
+        seat = _ScreenSeat(full_jojotte_board(base), game="jojotte")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(80, 22)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            full = len(board_text_rows(app))
+            assert full == 22 - 2 - app.MIN_ACTION_ROWS
+            for state, rows in ((cg.StreamState(cg.RECONNECTING, 1, 30), full - 1), (cg.StreamState(cg.RESUMED, 1, 30), full)):
+                app.on_connection(state)
+                await pilot.pause()
+                assert len(board_text_rows(app)) == rows and board_text_rows(app)[-1].lstrip().startswith("your hand:")
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 22 - 2 and shown.height >= 3, shown
 
     run(scenario(), timeout_s=60)
