@@ -2608,6 +2608,8 @@ def test_play_screen_says_what_became_of_a_move_it_could_not_send():
             await pilot.press("3")
             await wait_for(pilot, lambda: app.view_msg.seq == 6, "the move's answer", 5)
             assert seat.submitted[-1] == ("play:QS", 5) and str(app.query_one("#status").content) == ""
+            await pilot.pause()
+            assert app._shown_actions == [] and app.query_one("#actions").option_count == 0  # not my turn now
 
     run(scenario(), timeout_s=60)
 
