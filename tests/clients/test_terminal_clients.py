@@ -3057,3 +3057,30 @@ def test_play_screens_red_line_takes_its_row_from_the_board_at_once():
                 assert shown.y + shown.height <= 22 - 2 and shown.height >= 3, shown
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_reads_a_trumpable_high_joker_lead_from_the_table_options():
+    """Under the table option ``high_joker_lead_trumpable`` a trump may beat a Georgian Joker
+    high lead naming another suit (GJ-6.6): its label reads "high: top ♠ due", not "takes",
+    which promised the trick. The option is the match summary's (the view has none)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    view = my_turn_view(["X1", "7H"], "georgian_joker")
+    view.hand_sizes[:] = [2, 2, 2, 2]
+    del view.legal_actions[:]
+    view.legal_actions.extend([action_message("play:X1:high:S"), action_message("play:7H")])
+    json_format.ParseDict({"trump": "H"}, view.table)
+
+    async def scenario():
+        seat = _ScreenSeat(view, game="georgian_joker")
+        summary = await seat.summary()
+        summary.options["high_joker_lead_trumpable"].bool_value = True
+        app = PlayApp(seat, summary)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            options = app.query_one("#actions")
+            assert str(options.get_option_at_index(0).prompt) == "1. Joker1 high: top ♠ due"
+
+    run(scenario(), timeout_s=60)
