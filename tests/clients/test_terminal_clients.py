@@ -3039,7 +3039,8 @@ def test_play_screens_red_line_takes_its_row_from_the_board_at_once():
     """The connection-lost line takes a row from the board, which is fitted again to the rows
     left at once, with no countdown to tick (a table without a turn timer): on 80x22 a full
     Jo-Jotte board is cut to leave the actions their rows, and with the red line too; back,
-    the row returns to the board."""
+    the row returns to the board. On 80x16 no fitting is short enough: the board is cut at
+    its bottom, the actions keep their rows."""
     base = my_turn_view(["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S"], "jojotte")
 
     async def scenario():
@@ -3055,6 +3056,11 @@ def test_play_screens_red_line_takes_its_row_from_the_board_at_once():
                 assert len(board_text_rows(app)) == rows and board_text_rows(app)[-1].lstrip().startswith("your hand:")
                 shown = app.query_one("#actions").content_region
                 assert shown.y + shown.height <= 22 - 2 and shown.height >= 3, shown
+            await pilot.resize_terminal(80, 16)  # too short for the board, however fitted: cut at its bottom
+            await refitted(pilot, app)
+            assert app.query_one("#board").region.height == 16 - 2 - app.MIN_ACTION_ROWS
+            shown = app.query_one("#actions").content_region
+            assert shown.y + shown.height <= 16 - 2 and shown.height >= 3, shown
 
     run(scenario(), timeout_s=60)
 
