@@ -52,13 +52,13 @@ class PlayApp(ConnectionSign, App):
     #: scroll): the deal results below the board give way to them (see :meth:`fit_deals`).
     MIN_ACTION_ROWS = 5
 
-    def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None, *,
+    def __init__(self, session: SeatSession, summary: Any | None = None, *,
                  reconnect_tries: int | None = RECONNECT_TRIES) -> None:
         super().__init__()
         self.session = session
         self.summary = summary
         self._resign_armed_until = 0.0  # action_resign: a first R arms, a second confirms
-        self.view_msg = view
+        self.view_msg: Any = None  # the seat's view on screen (on_mount asks for the first)
         self.reconnect_tries = reconnect_tries
         self.submitting = False
         self.result: Any | None = None
@@ -95,8 +95,7 @@ class PlayApp(ConnectionSign, App):
         log.border_subtitle = f"match {self.session.match_id}"
         log.write(Text(f"spectators: python -m clients.watch {self.session.match_id} --target "
                        f"{self.session.client.target}", style="dim"))
-        if self.view_msg is None:
-            self.view_msg = await self.session.view()
+        self.view_msg = await self.session.view()
         if self.view_msg.status == match_pb2.MATCH_STATUS_WAITING:
             # the other player's way in, which the host has to pass on (README, two people)
             log.write(Text(f"waiting for a player; they join with: python -m clients.play --target "

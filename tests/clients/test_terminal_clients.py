@@ -2492,3 +2492,601 @@ def test_watch_screen_logs_who_took_each_trick_and_each_deal(engine):
                 assert "deal 1 scored, points (tricks taken/bid): p0 " in text, text
 
     run(scenario(), timeout_s=60)
+
+
+class _ScreenSeat:
+    """A seat session for the player's screen, without an engine: seat 0 of match ``m1`` whose
+    view is ``view``, whose stream brings ``events`` and then stays open, and which records the
+    moves it was asked to send (``submitted``: notation and expected seq) and its leaves
+    (``left``: the ``resign`` of each). ``error``: what a submit raises (else it answers with
+    ``view`` one seq on)."""
+
+    def __init__(self, view, events=(), *, game="klaberjass", error=None) -> None:
+        from types import SimpleNamespace
+
+        self.match_id, self.seat, self.client = "m1", 0, SimpleNamespace(target="h:1")
+        self._view, self.events, self.game, self.error = view, list(events), game, error
+        self.submitted, self.left, self.opened = [], [], []
+        self.names = ["ada", "bob"]  # the players seated, as the summary names them
+        self.more: asyncio.Queue = asyncio.Queue()  # events a test sends once the stream is open
+
+    async def view(self):
+        return self._view
+
+    async def summary(self):
+        summary = match_pb2.MatchSummary(match_id="m1", game=self.game, status=match_pb2.MATCH_STATUS_ACTIVE)
+        for seat, name in enumerate(self.names):
+            summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(name), player_name=name)
+        return summary
+
+    async def watch(self, after_seq=None, max_failures=None, on_connection=None):
+        self.opened.append((after_seq, max_failures))
+        for event in self.events:
+            yield event
+        while True:  # the stream stays open, as on a table where nobody moves
+            yield await self.more.get()
+
+    async def submit(self, notation, expected_seq=None):
+        self.submitted.append((notation, expected_seq))
+        if self.error is not None:
+            raise self.error
+        reply = card_games_pb2.SubmitActionResponse()
+        reply.view.CopyFrom(self._view)
+        reply.view.seq += 1
+        reply.view.ClearField("to_act")
+        return reply
+
+    async def leave(self, resign=False):
+        self.left.append(resign)
+
+
+def my_turn_view(cards: list[str], game: str = "klaberjass"):
+    """Seat 0's view of a two-seat table in play, its turn, ``cards`` in hand and each legal."""
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game=game, seat=0, to_act=0, hand_sizes=[len(cards), len(cards)], phase="playing",
+                          status=match_pb2.MATCH_STATUS_ACTIVE, seq=5)
+    for card in cards:
+        view.hand.add().code = card
+    view.legal_actions.extend([action_message(f"play:{card}") for card in cards])
+    return view
+
+
+def test_q_quits_the_screens_and_so_does_ctrl_c_with_text_selected():
+    """README: ``q`` quits the player's screen (before the end it leaves the seat away, not
+    resigned: no leave is sent) and the spectator's, as the footer says. Ctrl-C quits them too
+    while text of the event log is selected, as in any terminal program (textual's screen
+    copied the selection instead)."""
+    from textual.selection import Selection
+
+    seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+    spectator = _ScreenSpectator([], ["ada", "bob"])
+
+    async def scenario():
+        for key in ("q", "ctrl+c"):
+            for app in (PlayApp(seat, await seat.summary()),
+                        WatchApp(spectator, None, summary=await spectator.summary())):
+                async with app.run_test(size=(120, 40)) as pilot:
+                    await pilot.pause()
+                    app.screen.selections = {app.query_one("#log"): Selection(None, None)}
+                    await pilot.press(key)
+                    await wait_for(pilot, lambda: app._exit, f"{type(app).__name__} quitting on {key}", 5)
+        assert seat.left == [] and seat.submitted == []
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_says_what_became_of_a_move_it_could_not_send():
+    """A move sent without an answer (UNAVAILABLE or a deadline, no reason: the engine may have
+    played it) says so, where a move the engine refused names the reason, or the status when
+    there is none, and its message; either way the next move can be sent. Digit keys choose
+    the action of that number, sent with the seq of the view it was chosen on."""
+    from clients.play import SENDING_LOST
+
+    cases = [
+        (cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"), SENDING_LOST),
+        (cg.CardGamesError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"), SENDING_LOST),
+        (cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "the store is down", reason="STORE_UNAVAILABLE"),
+         "refused: STORE_UNAVAILABLE: the store is down"),
+        (cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "not your turn", reason="NOT_YOUR_TURN"),
+         "refused: NOT_YOUR_TURN: not your turn"),
+        (cg.CardGamesError(grpc.StatusCode.INTERNAL, "boom"), "refused: INTERNAL: boom"),
+    ]
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS", "QS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            for n, (error, said) in enumerate(cases):
+                seat.error = error
+                await pilot.press("2")
+                await wait_for(pilot, lambda: len(seat.submitted) == n + 1 and not app.submitting, "the move sent", 5)
+                assert str(app.query_one("#status").content) == said
+            assert seat.submitted == [("play:KS", 5)] * len(cases)
+            seat.error = None
+            await pilot.press("3")
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the move's answer", 5)
+            assert seat.submitted[-1] == ("play:QS", 5) and str(app.query_one("#status").content) == ""
+            await pilot.pause()
+            assert app._shown_actions == [] and app.query_one("#actions").option_count == 0  # not my turn now
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the_match_is_over():
+    """Georgian Joker: R asks whether to leave for good, since a bot plays the seat to the end
+    and there is no way back (GJ-12.4); R again within the 5 s sends the resignation and the
+    screen says so; a third R asks again. Once the match is over (MATCH_ENDED) R sends nothing
+    and asks nothing."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="rules")
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "georgian_joker"), game="georgian_joker")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R")
+            assert str(app.query_one("#status").content) == (
+                "press R again within 5 s to leave the match for good (a bot plays your seat to the end)")
+            assert seat.left == []
+            await pilot.press("R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            assert seat.left == [True] and str(app.query_one("#status").content) == "you resigned"
+            await pilot.press("R")  # a third R asks again, as a first one does
+            await pilot.pause()
+            assert seat.left == [True] and str(app.query_one("#status").content).startswith("press R again")
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]), [ended])
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.result is not None, "the match's end", 5)
+            await pilot.press("R", "R")
+            await pilot.pause()
+            assert seat.left == [] and str(app.query_one("#status").content) == "match over — press q to quit"
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_after_a_two_player_resignation_and_a_refused_one():
+    """Two players: the resignation ends the match and the opponent wins (JJK-10.1); its
+    MATCH_ENDED may come in before the leave's answer, and "match over" stays. A leave that
+    raises (after the library's own retries) does not close the screen."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="resigned")
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+
+        async def leave_ending_the_match(resign=False):
+            seat.left.append(resign)
+            await seat.more.put(ended)
+            for _ in range(250):  # the stream takes the event in before the answer comes
+                if app.result is not None:
+                    break
+                await asyncio.sleep(0.02)
+
+        seat.leave = leave_ending_the_match
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R")
+            assert str(app.query_one("#status").content).endswith("to resign (your opponent wins the match)")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            await pilot.pause()
+            assert seat.left == [True] and str(app.query_one("#status").content) == "match over — press q to quit"
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+
+        async def leave_refused(resign=False):
+            seat.left.append(resign)
+            raise cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "over", reason="MATCH_NOT_ACTIVE")
+
+        seat.leave = leave_refused
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R", "R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            await pilot.pause()
+            assert app.is_running and app.return_code is None
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_numbers_the_first_nine_actions_for_the_digit_keys():
+    """A Japanese Joker hand of 18 cards (JJK-3.4) may have more legal actions than digit keys:
+    the first nine are numbered 1-9 and their key chooses them (9 the ninth), the others are
+    chosen with the arrows and Enter."""
+    cards = ["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "6S", "AH", "KH"]
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(cards, "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            options = app.query_one("#actions")
+            labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+            assert [label[:3] for label in labels] == [f"{n}. " for n in range(1, 10)] + ["   ", "   "], labels
+            await pilot.press("9")
+            await wait_for(pilot, lambda: seat.submitted, "the ninth action sent", 5)
+            assert seat.submitted == [("play:6S", 5)]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
+    """The spectator's countdown runs on while no event comes (the screen redraws itself every
+    half second, as it refits to a resized terminal), and its log ("events") names every seat,
+    seat 0 too: a spectator is nobody's "you". No connection line while the stream is up, and
+    no row for the deal results before a deal is scored: the log's box follows the board."""
+    from google.protobuf import timestamp_pb2
+
+    action = cards_pb2.Action(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY)
+    action.card.code = "AS"
+    view = match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, status=match_pb2.MATCH_STATUS_ACTIVE,
+                          phase="playing", seq=3)
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + 60)))
+    spectator = _ScreenSpectator([
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=0, action=action, view=view)],
+        ["ada", "bob"])
+
+    def left_s(app) -> int:
+        header = screen_text(app).splitlines()[0]
+        left = re.search(r"bob to act\s+(\d+) s", header)
+        assert left, header
+        return int(left[1])
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            assert "3 ada: play A♠" in [line.strip() for line in log_lines(app)], log_lines(app)
+            assert app.query_one("#log").border_title == "events" and banner(app) == (False, "")
+            await pilot.pause()  # the layout: no deal scored, no row for the deal results
+            board = app.query_one("#board").region
+            assert screen_rows(app)[board.bottom].startswith("╭─ events"), screen_rows(app)
+            first = left_s(app)
+            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_the_deal_results_take_every_row_but_the_five_of_the_log_or_the_actions():
+    """On a short terminal the deal results give way, a deal at a time, to the spectator's
+    event log and to the player's actions, which keep five rows (their box and three lines:
+    WatchApp.MIN_LOG_ROWS, PlayApp.MIN_ACTION_ROWS) and no more: as many of the last deals as
+    fit are shown; the connection line's row comes from them at once."""
+    from google.protobuf import json_format
+
+    def with_deals(view):
+        json_format.ParseDict([{"scores": [10 * n, 162 - 10 * n]} for n in range(6)], view.scores.deal_results)
+        return view
+
+    seen = with_deals(match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, phase="playing", seq=9,
+                                     status=match_pb2.MATCH_STATUS_ACTIVE))
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=9,
+                                                                     view=seen)], ["ada", "bob"])
+    seat = _ScreenSeat(with_deals(my_turn_view(["AS", "KS", "QS", "JS"])))
+
+    def deals_shown(app) -> int:
+        return sum(1 for line in screen_text(app).splitlines() if line.split() and line.split()[0].isdigit())
+
+    async def scenario():
+        app = WatchApp(spectator, None, summary=await spectator.summary())
+        async with app.run_test(size=(80, 18)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            await pilot.pause()
+            log = app.query_one("#log").region
+            assert 0 < deals_shown(app) < 6 and log.height == 5 and log.y + log.height == 18 - 1, screen_rows(app)
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(80, 21)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.pause()
+            actions, status = app.query_one("#actions").region, app.query_one("#status").region
+            assert 0 < deals_shown(app) < 6 and actions.height == 5, screen_rows(app)
+            assert actions.y + actions.height == status.y == 21 - 2, screen_rows(app)  # the footer below
+            shown = deals_shown(app)
+            app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # its row comes from the deals
+            await pilot.pause()
+            actions, status = app.query_one("#actions").region, app.query_one("#status").region
+            assert deals_shown(app) == shown - 1 and actions.height == 5 and status.y == 21 - 2, screen_rows(app)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_the_screens_name_the_seats_as_the_match_ended():
+    """At MATCH_ENDED both screens ask for the match's summary again: the board left on screen
+    names the seats as the match ended (a player who sat down since the summary was read, with
+    no presence event on this stream), and the player's screen has its result."""
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7, reason="rules")
+    view = match_pb2.View(game="klaberjass", hand_sizes=[8, 8], to_act=1, phase="playing", seq=6,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    spectator = _ScreenSpectator([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=6,
+                                                                     view=view), ended], ["ada", ""])
+    seat = _ScreenSeat(my_turn_view(["AS", "KS"]), [ended])
+    seat.names = ["ada", ""]
+
+    async def scenario():
+        for app, audience in ((WatchApp(spectator, None, summary=await spectator.summary()), spectator),
+                              (PlayApp(seat, await seat.summary()), seat)):
+            audience.names[1] = "bob"
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_for(pilot, lambda: app.board is not None and "bob" in screen_text(app),
+                               f"{type(app).__name__}: bob on the board", 5)
+                assert "seat 1" not in screen_text(app)
+                if isinstance(app, PlayApp):
+                    assert app.result is not None and app.result.seats[1].player_name == "bob"
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_shows_the_newest_view_and_a_later_snapshot():
+    """The player's screen shows the newest view it has (docs/api.md: "act on the newest
+    view"): the stream's first SNAPSHOT (after a heartbeat), older than the view the screen asked for, and a
+    replayed action's view older than it, are not shown; a view of the same seq replaces it
+    (a stream opened with after_seq 0 starts with the started view at seq 0, which replaces a
+    WAITING view: docs/api.md, Reconnecting), and so does a later SNAPSHOT, whatever its seq
+    (the match as it now stands, a backup restored)."""
+    def other_to_act(seq: int):
+        view = my_turn_view(["AS", "KS"])
+        view.seq, view.to_act = seq, 1
+        return view
+
+    waiting = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
+    started = my_turn_view(["AS", "KS"])
+    started.seq = 0
+
+    def event(kind, view):
+        return card_games_pb2.WatchMatchResponse(kind=kind, seq=view.seq, view=view)
+
+    async def scenario():
+        seat = _ScreenSeat(waiting)
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.board is not None, "the board", 5)
+            await seat.more.put(event(match_pb2.EVENT_KIND_SNAPSHOT, started))
+            await wait_for(pilot, lambda: app._shown_actions == ["play:AS", "play:KS"], "the started view", 5)
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))  # seq 5
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            heartbeat = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=5)
+            for old in (heartbeat, event(match_pb2.EVENT_KIND_SNAPSHOT, other_to_act(3)),
+                        event(match_pb2.EVENT_KIND_ACTION, other_to_act(4))):
+                await seat.more.put(old)
+                await wait_for(pilot, lambda: seat.more.empty(), "the event read", 5)
+                await pilot.pause(0.1)
+                assert app.view_msg.seq == 5 and app._shown_actions == ["play:AS", "play:KS"]
+            await seat.more.put(event(match_pb2.EVENT_KIND_SNAPSHOT, other_to_act(2)))
+            await wait_for(pilot, lambda: app.view_msg.seq == 2 and not app._shown_actions, "the later snapshot", 5)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_player():
+    """The player's countdown is on the server's clock (docs/api.md, HEARTBEAT ``server_time``):
+    1000 s behind the server, the machine shows the minute left, not 1060 s, and the countdown
+    runs on between events (the screen's half-second tick). A player who sat down after the
+    screen read the summary is named from the presence event on (the screen asks again). No
+    deal scored yet: the actions' box follows the board, no row left for the deal results."""
+    from google.protobuf import struct_pb2, timestamp_pb2
+
+    ahead_s = 1000.0
+    details = struct_pb2.Struct()
+    details.update({"server_time": time.time() + ahead_s})
+    view = my_turn_view(["AS", "KS"])
+    view.deadline.CopyFrom(timestamp_pb2.Timestamp(seconds=int(time.time() + ahead_s + 60)))
+    seat = _ScreenSeat(view, [
+        card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=5, details=details)])
+    seat.names = ["ada", ""]
+
+    def left_s(app) -> int:
+        header = screen_text(app).splitlines()[0]
+        left = re.search(r"your turn\s+(\d+) s", header)
+        assert left, header
+        return int(left[1])
+
+    async def scenario():
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.server_clock.offset_s is not None and app.board is not None,
+                           "the heartbeat", 5)
+            app.redraw()
+            first = left_s(app)
+            assert 0 < first <= 60
+            await pilot.pause()  # the layout: no deal scored, no row for the deal results
+            board = app.query_one("#board").region
+            assert screen_rows(app)[board.bottom].startswith("╭─ your actions"), screen_rows(app)
+            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+            seat.names[1] = "bob"
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1,
+                                                                  reason="connected"))
+            await wait_for(pilot, lambda: "bob: connected" in [line.strip() for line in log_lines(app)],
+                           "the late player named", 5)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_keeps_what_it_said_about_a_move_through_a_lost_connection():
+    """While the stream is down the actions are greyed out and a move chosen is not sent (the
+    status says so, and goes on saying so at each further try); once it is back the actions
+    can be chosen again, focused, and the lines that said a move could not be sent go, where
+    a refusal of the engine stays."""
+    from clients.play import NOT_SENT, SENDING_LOST
+
+    def status(app) -> str:
+        return str(app.query_one("#status").content)
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            actions = app.query_one("#actions")
+            assert str(actions.border_title) == "your actions" and banner(app) == (False, "")
+            for said in (NOT_SENT, SENDING_LOST, "refused: ILLEGAL_ACTION: no"):
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))
+                assert actions.disabled and str(actions.border_title) == "your actions: wait for the connection"
+                assert banner(app) == (True, "connection lost — reconnecting (try 1 of 30)…")
+                if said == NOT_SENT:
+                    await pilot.press("1")
+                    await pilot.pause()
+                    assert seat.submitted == [] and status(app) == NOT_SENT
+                else:
+                    app.status(said)
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 2, 30))
+                assert status(app) == said
+                app.on_connection(cg.StreamState(cg.RESUMED, 2, 30))
+                await pilot.pause()
+                assert not actions.disabled and str(actions.border_title) == "your actions" and actions.has_focus
+                assert banner(app) == (False, "")
+                assert status(app) == ("" if said in (NOT_SENT, SENDING_LOST) else said)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_relabels_the_same_actions_and_keeps_the_highlight_where_it_was_moved():
+    """The same legal actions read otherwise in another view: the dix exchange of the next
+    deal names that deal's seven and turn-up (KL-4.1), "exchange 7♥ for the turn-up K♥" after
+    "... 7♠ ... K♠". While the actions and their labels stay the same, a redraw (an event, an
+    answer) leaves the highlight where the player moved it with the arrows; new ones are
+    highlighted from the first and focused, for Enter and the arrows, wherever the focus was."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    def dix_view(seq: int, suit: str):
+        view = match_pb2.View(game="klaberjass", seat=0, to_act=0, hand_sizes=[6, 6], phase="exchange",
+                              status=match_pb2.MATCH_STATUS_ACTIVE, seq=seq)
+        view.hand.add().code = f"7{suit}"
+        json_format.ParseDict({"trump": suit, "turn_up": f"K{suit}"}, view.table)
+        view.legal_actions.extend([action_message("exchange"), action_message("keep")])
+        return view
+
+    def labels(app) -> list[str]:
+        options = app.query_one("#actions")
+        return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+    async def scenario():
+        seat = _ScreenSeat(dix_view(5, "S"))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            assert labels(app)[0] == "1. exchange 7♠ for the turn-up K♠", labels(app)
+            await pilot.press("down")
+            assert app.query_one("#actions").highlighted == 1
+            app.redraw()
+            await pilot.pause()
+            assert app.query_one("#actions").highlighted == 1
+            app.query_one("#log").focus()  # the player tabbed to the log meanwhile
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6,
+                                                                  view=dix_view(6, "H")))
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the next deal's view", 5)
+            assert labels(app)[0] == "1. exchange 7♥ for the turn-up K♥", labels(app)
+            await pilot.pause()
+            assert app.query_one("#actions").has_focus and app.query_one("#actions").highlighted == 0
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_sends_no_move_once_its_turn_has_passed():
+    """A choice that reaches the screen once its turn has passed is not sent: an Enter on an
+    option queued while an event took the turn away (the event stream is a worker of its own,
+    the option's message still names the move)."""
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            passed = my_turn_view(["AS", "KS"])
+            passed.seq, passed.to_act = 6, 1
+            await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=6,
+                                                                  view=passed))
+            await wait_for(pilot, lambda: app.view_msg.seq == 6, "the turn passed", 5)
+            await app.submit("play:KS")
+            assert seat.submitted == [] and not app.submitting
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_takes_the_view_a_stale_answer_carries_and_only_a_real_one():
+    """STALE_SEQUENCE carries the current view (docs/api.md: "show it and let the player
+    decide again"): the screen shows it and asks to choose again. An ABORTED answer without a
+    view, or with an empty one, leaves the view shown as it was."""
+    newer = my_turn_view(["KS"])
+    newer.seq, newer.match_id = 7, "m1"
+
+    async def scenario():
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"]))
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            for n, view in enumerate((None, match_pb2.View(), newer)):
+                seat.error = cg.StaleSequence(grpc.StatusCode.ABORTED, "stale", "STALE_SEQUENCE", view=view)
+                await pilot.press("1")
+                await wait_for(pilot, lambda: not app.submitting and len(seat.submitted) == n + 1, "the answer", 5)
+                assert str(app.query_one("#status").content) == (
+                    "the table moved on before your action arrived: choose again")
+                assert app.view_msg.seq == (7 if view is newer else 5)
+            assert app._shown_actions == ["play:KS"]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screens_red_line_takes_its_row_from_the_board_at_once():
+    """The connection-lost line takes a row from the board, which is fitted again to the rows
+    left at once, with no countdown to tick (a table without a turn timer): on 80x22 a full
+    Jo-Jotte board is cut to leave the actions their rows, and with the red line too; back,
+    the row returns to the board. On 80x16 no fitting is short enough: the board is cut at
+    its bottom, the actions keep their rows."""
+    base = my_turn_view(["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S"], "jojotte")
+
+    async def scenario():
+        seat = _ScreenSeat(full_jojotte_board(base), game="jojotte")
+        app = PlayApp(seat, await seat.summary())
+        async with app.run_test(size=(80, 22)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            full = len(board_text_rows(app))
+            assert full == 22 - 2 - app.MIN_ACTION_ROWS
+            for state, rows in ((cg.StreamState(cg.RECONNECTING, 1, 30), full - 1), (cg.StreamState(cg.RESUMED, 1, 30), full)):
+                app.on_connection(state)
+                await pilot.pause()
+                assert len(board_text_rows(app)) == rows and board_text_rows(app)[-1].lstrip().startswith("your hand:")
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 22 - 2 and shown.height >= 3, shown
+            await pilot.resize_terminal(80, 16)  # too short for the board, however fitted: cut at its bottom
+            await refitted(pilot, app)
+            assert app.query_one("#board").region.height == 16 - 2 - app.MIN_ACTION_ROWS
+            shown = app.query_one("#actions").content_region
+            assert shown.y + shown.height <= 16 - 2 and shown.height >= 3, shown
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_reads_a_trumpable_high_joker_lead_from_the_table_options():
+    """Under the table option ``high_joker_lead_trumpable`` a trump may beat a Georgian Joker
+    high lead naming another suit (GJ-6.6): its label reads "high: top ♠ due", not "takes",
+    which promised the trick. The option is the match summary's (the view has none)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    view = my_turn_view(["X1", "7H"], "georgian_joker")
+    view.hand_sizes[:] = [2, 2, 2, 2]
+    del view.legal_actions[:]
+    view.legal_actions.extend([action_message("play:X1:high:S"), action_message("play:7H")])
+    json_format.ParseDict({"trump": "H"}, view.table)
+
+    async def scenario():
+        seat = _ScreenSeat(view, game="georgian_joker")
+        summary = await seat.summary()
+        summary.options["high_joker_lead_trumpable"].bool_value = True
+        app = PlayApp(seat, summary)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            options = app.query_one("#actions")
+            assert str(options.get_option_at_index(0).prompt) == "1. Joker1 high: top ♠ due"
+
+    run(scenario(), timeout_s=60)
