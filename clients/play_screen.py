@@ -266,6 +266,10 @@ class PlayApp(ConnectionSign, App):
             self.submitting = False
             self.redraw()
 
+    #: The status after a resignation the engine did not answer: it may have been taken.
+    RESIGN_LOST = ("the connection was lost while sending your resignation: once it is back the table shows "
+                   "whether it was taken")
+
     #: Seconds within which a second R confirms the resignation.
     RESIGN_CONFIRM_S = 5.0
 
@@ -284,7 +288,13 @@ class PlayApp(ConnectionSign, App):
             self.status(f"press R again within {self.RESIGN_CONFIRM_S:.0f} s to {gone}")
             return
         self._resign_armed_until = 0.0
-        with contextlib.suppress(CardGamesError):
+        try:
             await self.session.leave(resign=True)
+            said = "you resigned"
+        except CardGamesError as exc:  # after the library's retries: said, not "you resigned"
+            if exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not exc.reason:
+                said = self.RESIGN_LOST
+            else:
+                said = f"resignation refused: {exc.reason or exc.code.name}: {exc.message}"
         if self.result is None:  # the MATCH_ENDED event may already have said "match over"
-            self.status("you resigned")
+            self.status(said)

@@ -2651,7 +2651,8 @@ def test_play_screen_resigns_a_georgian_joker_seat_for_good_and_nothing_once_the
 def test_play_screen_after_a_two_player_resignation_and_a_refused_one():
     """Two players: the resignation ends the match and the opponent wins (JJK-10.1); its
     MATCH_ENDED may come in before the leave's answer, and "match over" stays. A leave that
-    raises (after the library's own retries) does not close the screen."""
+    raises (after the library's own retries) does not close the screen, and the status says
+    it was refused or not answered (it said "you resigned")."""
     ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=6, reason="resigned")
 
     async def scenario():
@@ -2690,6 +2691,24 @@ def test_play_screen_after_a_two_player_resignation_and_a_refused_one():
             await wait_for(pilot, lambda: seat.left, "the resignation", 5)
             await pilot.pause()
             assert app.is_running and app.return_code is None
+            # the refusal is said, not "you resigned": the engine did not take it
+            assert str(app.query_one("#status").content) == "resignation refused: MATCH_NOT_ACTIVE: over"
+
+        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+        app = PlayApp(seat, await seat.summary())
+
+        async def leave_unanswered(resign=False):
+            seat.left.append(resign)
+            raise cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "connection refused")
+
+        seat.leave = leave_unanswered
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+            await pilot.press("R", "R")
+            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+            await pilot.pause()
+            # no answer: it may have been taken, the events will say
+            assert app.is_running and str(app.query_one("#status").content) == PlayApp.RESIGN_LOST
 
     run(scenario(), timeout_s=60)
 
