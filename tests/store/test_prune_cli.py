@@ -532,3 +532,33 @@ def test_a_reader_that_left_stops_the_run_with_status_1(tmp_path, monkeypatch):
     assert main(["prune", "--db", str(db), "--older-than-days", "30"]) == 1
     monkeypatch.undo()
     assert stored(db)[0] == set(OLD + KEPT)  # stopped at its first line, the cutoff
+
+
+def test_a_postgres_urls_password_is_never_printed(pg_url, capsys):
+    """The first line names the database as the logs do (store.describe_location): a password
+    in the URL is shown as ***, never as written (it is printed to a terminal or a job's log)."""
+    async def create():
+        st = PostgresStore(pg_url)
+        await st.open()
+        await st.close()
+    asyncio.run(create())
+    url = pg_url + ("&" if "?" in pg_url else "?") + "password=s3cret-pw"  # the test server trusts
+    status, out, err = prune(capsys, "--db", url, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and "dry run: would delete 0 matches" in out, err
+    assert "s3cret" not in out + err and "password=***" in out.splitlines()[0]
+
+
+def test_a_database_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """An OSError while opening (a folder the lock file cannot be made in, a file without
+    permission) is one line on stderr, exit status 2 and nothing printed, not a traceback."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    async def refused(self):
+        raise PermissionError(errno.EACCES, "Permission denied", str(db))
+
+    monkeypatch.setattr(SqliteStore, "open", refused)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert (status, out) == (2, "") and err == f"error: [Errno 13] Permission denied: '{db}'\n"
+    monkeypatch.undo()
+    assert stored(db)[0] == set(OLD + KEPT)
