@@ -562,3 +562,17 @@ def test_a_database_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path, capsy
     assert (status, out) == (2, "") and err == f"error: [Errno 13] Permission denied: '{db}'\n"
     monkeypatch.undo()
     assert stored(db)[0] == set(OLD + KEPT)
+
+
+def test_the_dry_run_says_the_files_size_with_its_wal_and_its_free_pages(tmp_path, capsys, monkeypatch):
+    """The dry run's last line: the space on disk, the file with its WAL (as the VACUUM line
+    says it), and of it the free pages, which a VACUUM would give back."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    async def space(self):
+        return SqliteSpace(100 * 1024, 50 * 1024, 130 * 1024, 30 * 1024)
+
+    monkeypatch.setattr(SqliteStore, "space", space)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--dry-run")
+    assert status == 0 and out.splitlines()[-1].startswith("file: 150.0 KiB, of which 30.0 KiB free pages now"), out
