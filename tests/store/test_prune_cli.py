@@ -442,7 +442,7 @@ def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_p
 
         async def space(self):
             if self.vacuumed:
-                return SqliteSpace(40 * 1024, 0, 40 * 1024, 0)
+                return SqliteSpace(30 * 1024, 10 * 1024, 40 * 1024, 0)  # its WAL not checkpointed yet
             return SqliteSpace(100 * 1024, 50 * 1024, 130 * 1024, 90 * 1024)  # 40 KiB live
 
         async def vacuum(self):
@@ -474,6 +474,25 @@ def test_every_batch_is_deleted_up_to_the_last_one(tmp_path, capsys, monkeypatch
     assert (status, err) == (0, "")
     assert "deleted 4 matches (4 actions, 32 decks, 8 seats) (2 transactions)" in out
     assert stored(db)[0] == set(KEPT)
+
+
+@pytest.mark.parametrize("batch,calls", [(2, 3), (3, 2), (4, 2), (5, 1)])
+def test_a_short_batch_is_the_last_one_asked_for(batch, calls, tmp_path, capsys, monkeypatch):
+    """Four old matches in batches of ``batch``: a batch that comes back short (fewer than
+    asked, none included) ends the run, with no further transaction; a full one does not."""
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", batch)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    asked = []
+    real = SqliteStore.prune_finished
+
+    async def counted(self, ended_before, limit=100):
+        asked.append(limit)
+        return await real(self, ended_before, limit)
+
+    monkeypatch.setattr(SqliteStore, "prune_finished", counted)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--no-vacuum")
+    assert status == 0 and "deleted 4 matches" in out and asked == [batch] * calls
 
 
 def test_a_database_failing_mid_run_keeps_what_was_deleted_and_exits_1(tmp_path, capsys, monkeypatch):
