@@ -351,6 +351,8 @@ def test_decks_of_older_schemas_keep_their_commitments_and_reveal_only_shown_car
     assert list(summary.deal_commitments) == [whole, ""]
     assert [r.commitment for r in reveals] == [whole, ""]
     for r, deck in zip(reveals, decks):
+        # docs/api.md, "Fair dealing": three lists with one entry per deck position, here too
+        assert len(r.cards) == len(r.card_salts) == len(r.card_hashes) == len(deck) == 32
         assert not any(r.card_salts) and not any(r.card_hashes) and not verify_deal(r)
         assert [c for c in r.cards if c] and all(c in ("", d) for c, d in zip(r.cards, deck))
         assert not any(r.cards[19:31])

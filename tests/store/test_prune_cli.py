@@ -442,7 +442,7 @@ def test_vacuum_runs_when_the_volume_has_just_the_room_the_live_pages_need(tmp_p
 
         async def space(self):
             if self.vacuumed:
-                return SqliteSpace(40 * 1024, 0, 40 * 1024, 0)
+                return SqliteSpace(30 * 1024, 10 * 1024, 40 * 1024, 0)  # its WAL not checkpointed yet
             return SqliteSpace(100 * 1024, 50 * 1024, 130 * 1024, 90 * 1024)  # 40 KiB live
 
         async def vacuum(self):
@@ -474,6 +474,25 @@ def test_every_batch_is_deleted_up_to_the_last_one(tmp_path, capsys, monkeypatch
     assert (status, err) == (0, "")
     assert "deleted 4 matches (4 actions, 32 decks, 8 seats) (2 transactions)" in out
     assert stored(db)[0] == set(KEPT)
+
+
+@pytest.mark.parametrize("batch,calls", [(2, 3), (3, 2), (4, 2), (5, 1)])
+def test_a_short_batch_is_the_last_one_asked_for(batch, calls, tmp_path, capsys, monkeypatch):
+    """Four old matches in batches of ``batch``: a batch that comes back short (fewer than
+    asked, none included) ends the run, with no further transaction; a full one does not."""
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", batch)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    asked = []
+    real = SqliteStore.prune_finished
+
+    async def counted(self, ended_before, limit=100):
+        asked.append(limit)
+        return await real(self, ended_before, limit)
+
+    monkeypatch.setattr(SqliteStore, "prune_finished", counted)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--no-vacuum")
+    assert status == 0 and "deleted 4 matches" in out and asked == [batch] * calls
 
 
 def test_a_database_failing_mid_run_keeps_what_was_deleted_and_exits_1(tmp_path, capsys, monkeypatch):
@@ -532,3 +551,47 @@ def test_a_reader_that_left_stops_the_run_with_status_1(tmp_path, monkeypatch):
     assert main(["prune", "--db", str(db), "--older-than-days", "30"]) == 1
     monkeypatch.undo()
     assert stored(db)[0] == set(OLD + KEPT)  # stopped at its first line, the cutoff
+
+
+def test_a_postgres_urls_password_is_never_printed(pg_url, capsys):
+    """The first line names the database as the logs do (store.describe_location): a password
+    in the URL is shown as ***, never as written (it is printed to a terminal or a job's log)."""
+    async def create():
+        st = PostgresStore(pg_url)
+        await st.open()
+        await st.close()
+    asyncio.run(create())
+    url = pg_url + ("&" if "?" in pg_url else "?") + "password=s3cret-pw"  # the test server trusts
+    status, out, err = prune(capsys, "--db", url, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and "dry run: would delete 0 matches" in out, err
+    assert "s3cret" not in out + err and "password=***" in out.splitlines()[0]
+
+
+def test_a_database_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """An OSError while opening (a folder the lock file cannot be made in, a file without
+    permission) is one line on stderr, exit status 2 and nothing printed, not a traceback."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    async def refused(self):
+        raise PermissionError(errno.EACCES, "Permission denied", str(db))
+
+    monkeypatch.setattr(SqliteStore, "open", refused)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert (status, out) == (2, "") and err == f"error: [Errno 13] Permission denied: '{db}'\n"
+    monkeypatch.undo()
+    assert stored(db)[0] == set(OLD + KEPT)
+
+
+def test_the_dry_run_says_the_files_size_with_its_wal_and_its_free_pages(tmp_path, capsys, monkeypatch):
+    """The dry run's last line: the space on disk, the file with its WAL (as the VACUUM line
+    says it), and of it the free pages, which a VACUUM would give back."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    async def space(self):
+        return SqliteSpace(100 * 1024, 50 * 1024, 130 * 1024, 30 * 1024)
+
+    monkeypatch.setattr(SqliteStore, "space", space)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--dry-run")
+    assert status == 0 and out.splitlines()[-1].startswith("file: 150.0 KiB, of which 30.0 KiB free pages now"), out
