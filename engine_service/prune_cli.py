@@ -23,7 +23,8 @@ cleanup (docs/operations.md, Retention). A running engine does the same by itsel
 Exit status: 0 done (nothing to delete included); 1 the database failed during the run (what
 was deleted before stays deleted: each batch is one transaction), or the output could not be
 written (a full disk behind ``>``: one line, not a traceback); 2 a usage error, no such
-database, not a database of this service, or a database an engine holds.
+database, a database that cannot be opened (a PostgreSQL server not reached, as ``serve``
+stops at its start), not a database of this service, or a database an engine holds.
 """
 
 from __future__ import annotations

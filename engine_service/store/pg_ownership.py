@@ -73,6 +73,16 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .base import StoreError, StoreInUse
 
+
+def reason_of(exc: psycopg.Error) -> str:
+    """What went wrong, in one line, without the server's DETAIL (which may quote a row: a
+    deck). A connection's failure has no server message: libpq's own text, which adds a hint
+    on a line of its own (a tab, "Is the server running on that host ...?"), joined into one line:
+    an error line of a command (prune, serve's ``store_unavailable``) is one line."""
+    text = exc.diag.message_primary or str(exc) or type(exc).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip()) or type(exc).__name__
+
+
 log = structlog.get_logger("engine_service.store")
 
 #: The first key of the two-key advisory lock (``"CGE2"``); the second is the schema's hash.
@@ -303,7 +313,7 @@ class AdvisoryOwnership:
             async with asyncio.timeout(self.timeout_s):
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to {self.where}: {exc.diag.message_primary or exc}") from None
+            raise StoreError(f"cannot connect to {self.where}: {reason_of(exc)}") from None
         except TimeoutError:
             raise StoreError(f"cannot connect to {self.where}: no answer within {self.timeout_s:g} s") from None
         pid = conn.info.backend_pid

@@ -84,7 +84,7 @@ from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateId
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 from .pg_ownership import (CHECK_S, CLIENT_KEEPALIVES, SERVER_KEEPALIVES, SERVER_WINDOW_S,
-                           TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound)
+                           TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound, reason_of as _reason)
 
 T = TypeVar("T")
 #: The server's settings that end the session of an engine gone or cut off (pg_ownership).
@@ -276,11 +276,6 @@ def _dumps(obj: Any) -> str:
 
 def _json(obj: Mapping[str, Any] | None) -> Jsonb | None:
     return None if obj is None else Jsonb(dict(obj), dumps=_dumps)
-
-
-def _reason(exc: psycopg.Error) -> str:
-    """What went wrong, without the server's DETAIL (which may quote a row: a deck)."""
-    return exc.diag.message_primary or str(exc) or type(exc).__name__
 
 
 class _Transaction:

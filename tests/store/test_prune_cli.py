@@ -595,3 +595,13 @@ def test_the_dry_run_says_the_files_size_with_its_wal_and_its_free_pages(tmp_pat
     monkeypatch.setattr(SqliteStore, "space", space)
     status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--dry-run")
     assert status == 0 and out.splitlines()[-1].startswith("file: 150.0 KiB, of which 30.0 KiB free pages now"), out
+
+
+def test_a_postgres_server_not_reached_is_one_line_and_exit_2(capsys):
+    """docs/operations.md (prune): a database that cannot be opened, a PostgreSQL server not
+    reached, exits 2 with one line (as ``serve`` stops at its start), its password never
+    shown; nothing on standard output."""
+    status, out, err = prune(capsys, "--db", "postgresql://cards:s3cret-pw@127.0.0.1:1/cards",
+                             "--older-than-days", "30")
+    assert (status, out) == (2, ""), err
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and "s3cret" not in err, err
