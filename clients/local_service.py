@@ -3,7 +3,8 @@ mode, for demos, and for tests that need a real service.
 
 ``LocalService`` runs ``python -m engine_service serve`` with ``--port 0`` unless told a port
 (the server binds a free port and logs it in its ``grpc_server_started`` line, which is read
-back here; ``metrics_port=0`` likewise, read back from ``metrics_server_started``), JSON logs to a file, and a database of the caller's choosing (``memory:`` by default: nothing survives
+back here; ``metrics_port=0`` likewise, read back from ``metrics_server_started``), JSON logs
+to a file, and a database of the caller's choosing (``memory:`` by default: nothing survives
 the process). Stopping sends SIGTERM, so the service drains as in production.
 
     with LocalService() as service:
