@@ -17,7 +17,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from engine_service.observability.logging import configure_logging
+from engine_service.observability.logging import LEVELS, configure_logging
 from engine_service.observability.metrics import Metrics, get_metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.sessions.views import public_or_none
@@ -406,6 +406,8 @@ def test_the_format_and_level_are_checked_and_auto_means_console_on_a_terminal_o
         configure_logging("json", "verbose", io.StringIO())
     with pytest.raises(ValueError, match="unknown log format 'xml'; allowed: json, console, auto"):
         configure_logging("xml", "info", io.StringIO())
+    with pytest.raises(ValueError, match="unknown log level 'notset'; allowed: debug, info, warning, error, critical$"):
+        configure_logging("json", "notset", io.StringIO())  # the stdlib's level 0: not one of serve's
     assert root.handlers == handlers
     for stream, colored in ((_Terminal(), True), (io.StringIO(), False)):
         with configured_logging("auto", "WARNING", stream):
@@ -415,6 +417,37 @@ def test_the_format_and_level_are_checked_and_auto_means_console_on_a_terminal_o
         assert "below_the_level" not in text
         assert text.startswith("{") is not colored and ("\x1b[" in text) is colored, text
         assert "open_files_exhausted" in text and "9464" in text
+
+
+def test_each_level_is_the_lowest_written_on_both_paths():
+    """``--log-level`` (docs/operations.md: "lowest level logged") filters the service's own
+    lines and the standard library's (grpc, asyncio) alike, and a line of each of the five
+    levels, ``critical`` included, is written under its own ``level``."""
+    for lowest in LEVELS:
+        with configured_logging("json", lowest) as stream:
+            for level in LEVELS:
+                getattr(structlog.get_logger("cardgames.server"), level)("native", said=level)
+                getattr(logging.getLogger("grpc"), level)("stdlib %s", level)
+            lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+        kept = list(LEVELS[LEVELS.index(lowest):])
+        assert [(line["level"], line["said"]) for line in lines if line["event"] == "native"] == \
+            [(level, level) for level in kept], lowest
+        assert [(line["level"], line["event"]) for line in lines if line["logger"] == "grpc"] == \
+            [(level, f"stdlib {level}") for level in kept], lowest
+
+
+def test_without_arguments_the_format_is_auto_the_level_info_and_the_stream_stderr(monkeypatch):
+    """``configure_logging()`` alone is what ``serve`` does by default (``--log-format auto``,
+    ``--log-level info``, stderr): on a terminal, console lines from ``info`` up."""
+    terminal = _Terminal()
+    with configured_logging("json", "info"):
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert configure_logging() == "console"
+        structlog.get_logger("cardgames.server").debug("below_the_level")
+        structlog.get_logger("cardgames.server").info("listening", port=50051)
+    text = terminal.getvalue()
+    assert "listening" in text and "50051" in text and "below_the_level" not in text
+    assert not text.startswith("{") and "\x1b[" in text
 
 
 def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows_locals(monkeypatch):
