@@ -473,6 +473,25 @@ def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows
         assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
 
 
+def test_a_standard_library_exception_on_the_console_format_is_rendered_as_the_services():
+    """A standard-library record with an exception (asyncio's "Task exception was never
+    retrieved") on the console format gets the service's own traceback: rich's, in colors only
+    on a terminal, never the frames' locals (a frame of a call holds its seat token)."""
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    for stream, colored in ((_Terminal(), True), (io.StringIO(), False)):
+        with configured_logging("console", "info", stream):
+            try:
+                _fail_with(secret)
+            except RuntimeError:
+                logging.getLogger("asyncio").exception("Task exception was never retrieved")
+        text = stream.getvalue()
+        assert "Task exception was never retrieved" in text and "_fail_with" in text, text
+        assert "the stored log does not replay" in text and secret not in text, text
+        traceback = text.split("\n", 1)[1]
+        assert ("\x1b[" in traceback) is colored, text
+        assert "Traceback (most recent call last):" not in text, text  # rich's, not the plain one
+
+
 def test_auto_is_json_on_a_stream_that_cannot_say_it_is_a_terminal():
     """``fmt="auto"`` picks ``console`` when the stream is a terminal, ``json`` otherwise
     (configure_logging): a stream without ``isatty`` (a bare writer object) is no terminal."""
