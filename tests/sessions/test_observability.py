@@ -473,6 +473,32 @@ def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows
         assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
 
 
+def test_a_rich_that_fails_to_import_leaves_the_console_format_its_plain_tracebacks(monkeypatch):
+    """Rich is used "when installed" (engine_service.observability.logging._console_tracebacks);
+    one that is there but cannot be imported (a broken install, a dependency of the wrong
+    version: ImportError, not ModuleNotFoundError) is as if it were not: the plain traceback,
+    without locals, and the service starts all the same."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken_rich(name, *args, **kwargs):
+        if name == "rich" or name.startswith("rich."):
+            raise ImportError("cannot import name 'Segment' from partially initialized module 'rich'")
+        return real_import(name, *args, **kwargs)
+
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    with configured_logging("json", "info"):
+        monkeypatch.setattr(builtins, "__import__", broken_rich)
+        stream = io.StringIO()
+        assert configure_logging("console", "info", stream) == "console"
+        monkeypatch.setattr(builtins, "__import__", real_import)
+        _log_a_failure(secret)
+    text = stream.getvalue()
+    assert "Traceback (most recent call last):" in text and "the stored log does not replay" in text
+    assert secret not in text
+
+
 def test_a_standard_library_exception_on_the_console_format_is_rendered_as_the_services():
     """A standard-library record with an exception (asyncio's "Task exception was never
     retrieved") on the console format gets the service's own traceback: rich's, in colors only
