@@ -343,13 +343,14 @@ def _free_for_another_thread(lock) -> bool:
 
 def test_a_line_is_written_whole_and_flushed_under_the_lock_the_stdlib_handler_takes():
     """Lines of the service's own path and of the standard library's never interleave: each is
-    written under the one lock per stream both share, and flushed at once (a line left in a
-    buffer is late in ``docker logs`` and lost when the process is killed). A broken stream
+    written under the one lock per stream both share, and flushed at once, under it too (a line
+    left in a buffer is late in ``docker logs`` and lost when the process is killed). A broken stream
     (EPIPE: the reader of a pipe went away) drops the line and fails nobody."""
     class Recording(io.StringIO):
         def __init__(self):
             super().__init__()
             self.taken_during_write: list[bool] = []
+            self.taken_during_flush: list[bool] = []
             self.unflushed = 0
 
         def write(self, text):
@@ -358,6 +359,8 @@ def test_a_line_is_written_whole_and_flushed_under_the_lock_the_stdlib_handler_t
             return super().write(text)
 
         def flush(self):
+            if self.unflushed:
+                self.taken_during_flush.append(not _free_for_another_thread(lock))
             self.unflushed = 0
 
     stream = Recording()
@@ -377,6 +380,7 @@ def test_a_line_is_written_whole_and_flushed_under_the_lock_the_stdlib_handler_t
         structlog.get_logger("cardgames.rpc").info("rpc", code="OK")  # no exception
     assert lines == ["rpc", "from the standard library"]
     assert stream.taken_during_write == [True, True]
+    assert stream.taken_during_flush == [True, True]
 
 
 class _Terminal(io.StringIO):
