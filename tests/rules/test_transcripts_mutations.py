@@ -58,6 +58,15 @@ def _contract_holder_as_a_boolean(data: dict[str, Any]) -> None:
     contract["holder"] = contract["holder"] == 1
 
 
+def _another_trump(data: dict[str, Any]) -> None:
+    """NOTATION.md section 4: deal 0's trump (Jo-Jotte: its contract's strain) named as another
+    suit, a text value of the result that differs from the engine's."""
+    result = data["deals"][0]["result"]
+    where = result["contract"] if "contract" in result else result
+    key = "strain" if "contract" in result else "trump"
+    where[key] = "C" if where[key] != "C" else "D"
+
+
 def _first_bool_in_deal_results(data: dict[str, Any]) -> None:
     deal = next(d for d in data["deals"] if "thrown_in" in d.get("result", {}))
     deal["result"]["thrown_in"] = int(deal["result"]["thrown_in"])
@@ -95,6 +104,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
             k: (_bump_first_list(v) if k == list(_last_played(d)["result"])[-1] else v)
             for k, v in _last_played(d)["result"].items()}),
         " result: result."),
+    "another trump in a deal result": (_another_trump, "deal 0 result: result."),
     "deal result with an extra key": (
         lambda d: d["deals"][0]["result"].__setitem__("extra", 0), "deal 0 result: result.extra differs"),
     # the module's "key by key, an extra key included", the other way: a key the engine
@@ -202,6 +212,9 @@ def test_json_values_compare_by_json_type():
     assert not transcript.same_json({"holder": False}, {"holder": 0})
     assert not transcript.same_json(["1"], "1") and not transcript.same_json([1], 1)
     assert not transcript.same_json({"a": 1}, ["a"]) and not transcript.same_json("a", {"a": 1})
+    # strings of the same type compare by value: a trump "H" is not "S" (NOTATION.md section 4)
+    assert not transcript.same_json("H", "S") and not transcript.same_json({"strain": "H"}, {"strain": "NT"})
+    assert transcript.same_json("NT", "NT")
 
 
 def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
@@ -343,6 +356,10 @@ SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "no game": (lambda d: {k: v for k, v in d.items() if k != "game"}, "missing 'game'"),
     "options an array": (lambda d: _put(d, ("options",), []), "'options' must be an object"),
     "first_dealer true": (lambda d: _put(d, ("first_dealer",), True), "'first_dealer' must be a seat number"),
+    "first_dealer a string": (lambda d: _put(d, ("first_dealer",), "1"), "'first_dealer' must be a seat number"),
+    "first_dealer not whole": (lambda d: _put(d, ("first_dealer",), 0.5), "'first_dealer' must be a seat number"),
+    "first_dealer absent": (lambda d: {k: v for k, v in d.items() if k != "first_dealer"},
+                            "'first_dealer' must be a seat number"),
     "deals an object": (lambda d: _put(d, ("deals",), {}), "'deals' must be a list"),
     "a deal that is an array": (lambda d: _put(d, ("deals", 0), []), "deal 0 must be an object"),
     "a deck that is one string": (lambda d: _put(d, ("deals", 0, "deck"), " ".join(d["deals"][0]["deck"])),
@@ -387,3 +404,47 @@ def test_replay_raises_naming_the_first_difference():
     with pytest.raises(TranscriptError) as info:
         transcript.replay(data)
     assert str(info.value).startswith("deal 0 step 0: seat differs")
+
+
+def test_a_missing_or_an_extra_result_key_reports_both_values():
+    """NOTATION.md section 3: the replay reports the first result that differs "with both
+    values". A key the transcript lists and the engine does not report is expected with its
+    value, actual ``null``; a key the engine reports and the transcript leaves out is expected
+    ``null``, actual the engine's value."""
+    data = transcript.loads(SAMPLES[0].read_text())
+    engine = copy.deepcopy(data["deals"][0]["result"])
+    last = list(engine)[-1]
+    extra = copy.deepcopy(data)
+    extra["deals"][0]["result"]["extra"] = [1, 2]
+    diff, _ = transcript.check(extra)
+    assert diff == transcript.Difference("deal 0 result", "result.extra", [1, 2], None)
+    assert str(diff) == "deal 0 result: result.extra differs: expected [1, 2], actual null"
+    missing = copy.deepcopy(data)
+    del missing["deals"][0]["result"][last]
+    diff, _ = transcript.check(missing)
+    assert diff == transcript.Difference("deal 0 result", f"result.{last}", None, engine[last])
+
+
+def test_an_export_names_each_deals_dealer_and_its_legal_sets_on_request():
+    """``transcript.export`` writes what NOTATION.md section 3 lets a transcript say: each
+    deal's ``expect.dealer`` (docs/operations.md compares boards by ``deals[i].expect.dealer``;
+    GJ-2.3: the deal passes to the left, so the dealer of deal i is first_dealer + i), every
+    step's seat and legal set, and with ``with_legal=False`` the steps without their legal sets
+    (then only the action is replayed); both check out."""
+    from engine_service.rules import get_game
+
+    from .playout import random_match
+
+    state = random_match(get_game("georgian_joker"), 3)
+    data = transcript.export(state)
+    first = data["first_dealer"]
+    assert [d["expect"] for d in data["deals"]] == [{"dealer": (first + i) % 4} for i in range(len(data["deals"]))]
+    assert all(set(s) == {"seat", "legal", "action"} and s["action"] in s["legal"]
+               for d in data["deals"] for s in d["steps"])
+    assert transcript.check(data)[0] is None
+    short = transcript.export(state, with_legal=False)
+    assert all(set(s) == {"seat", "action"} for d in short["deals"] for s in d["steps"])
+    for deal in data["deals"]:
+        for step in deal["steps"]:
+            del step["legal"]
+    assert short == data and transcript.check(short)[0] is None
