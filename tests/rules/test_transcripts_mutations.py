@@ -132,6 +132,16 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "the last step of a deal with a result dropped": (
         lambda d: d["deals"][0]["steps"].pop(),
         'deal 0 result: result differs'),
+    # NOTATION.md section 3: "A replay tool reports the first step or result that differs,
+    # with both values": the engine's side of a result it has not reached, or did reach
+    "the last step of a deal with a result dropped, the engine's side": (
+        lambda d: d["deals"][0]["steps"].pop(),
+        ', actual "deal not finished"\n'),
+    "a deal's result dropped before the next deal, the engine's side": (
+        lambda d: d["deals"][0].pop("result"),
+        'deal 0 result: result differs: expected null, actual {"'),
+    # an empty object is a deal result all the same, not an absent one (NOTATION.md section 4)
+    "an empty deal result": (lambda d: d["deals"][0].__setitem__("result", {}), "deal 0 result: result."),
     "a step after a deal's end, before the next deal": (
         lambda d: d["deals"][0]["steps"].append(copy.deepcopy(d["deals"][0]["steps"][-1])),
         ', actual "deal over"'),
@@ -162,6 +172,9 @@ APPLIES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "a step after a deal's end, before the next deal": lambda d: len(d["deals"]) > 1,
     "a deal cut short, without its result, before the next deal": lambda d: len(d["deals"]) > 1,
     "a deal's result dropped before the next deal": lambda d: len(d["deals"]) > 1,
+    "the last step of a deal with a result dropped, the engine's side": lambda d: "result" in d["deals"][0],
+    "a deal's result dropped before the next deal, the engine's side": lambda d: len(d["deals"]) > 1,
+    "an empty deal result": lambda d: "result" in d["deals"][0],
 }
 
 CASES = [pytest.param(sample, name, id=f"{sample.name}-{name}")
@@ -257,6 +270,7 @@ def test_the_documented_readings_of_what_notation_leaves_open(sample):
         lambda d: [(s.pop("seat"), s.pop("legal")) for s in d["deals"][0]["steps"]],
         lambda d: d["deals"][0].pop("expect"),
         lambda d: d.__setitem__("options", None),
+        lambda d: d.pop("options"),
         lambda d: d.pop("result"),
         lambda d: d["deals"][-1].pop("result") if "result" in d["deals"][-1] else None,
         lambda d: d.__setitem__("comment", "not a NOTATION.md key"),
@@ -448,3 +462,16 @@ def test_an_export_names_each_deals_dealer_and_its_legal_sets_on_request():
         for step in deal["steps"]:
             del step["legal"]
     assert short == data and transcript.check(short)[0] is None
+
+
+def test_a_number_past_the_float_range_is_an_error_line_not_a_traceback(tmp_path, capsys):
+    """``1e400`` is JSON (RFC 8259 section 6) that Python reads as infinity, which is no whole
+    number: as ``first_dealer`` it is refused as no seat number (docs/rules.md: a number that is
+    not an integer is refused), in a result it is a value that differs; never a traceback."""
+    data = json.loads(SAMPLES[0].read_text())
+    bad = tmp_path / "huge_number.json"
+    bad.write_text(json.dumps(data).replace('"first_dealer": ', '"first_dealer": 1e400, "x": ', 1))
+    assert _replay(bad, capsys) == (1, f"{bad}: error: 'first_dealer' must be a seat number\n")
+    bad.write_text(json.dumps(data).replace('"totals": [', '"totals": [1e400, ', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out.startswith(f"{bad}: match result: result.totals differs: expected [Infinity, "), out
