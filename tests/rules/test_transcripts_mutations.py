@@ -93,6 +93,10 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "a deck card that is a number": (
         lambda d: d["deals"][0]["deck"].__setitem__(0, 5),
         "error: deal 0: deck card 0 must be a card code string, got 5"),
+    # the engine's reason is the actual value (NOTATION.md section 3: "with both values")
+    "a card twice in the deck, the engine's side": (
+        lambda d: d["deals"][0]["deck"].__setitem__(1, d["deals"][0]["deck"][0]),
+        'deal 0: deck differs: expected "a valid deck", actual "'),
     "wrong dealer": (
         lambda d: d["deals"][0]["expect"].__setitem__("dealer", (d["deals"][0]["expect"]["dealer"] + 1) % _players(d)),
         "deal 0: expect.dealer differs"),
@@ -368,6 +372,7 @@ def _put(data: Any, path: tuple[Any, ...], value: Any) -> Any:
 SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "an array, not an object": (lambda d: [d], "a transcript is a JSON object"),
     "no game": (lambda d: {k: v for k, v in d.items() if k != "game"}, "missing 'game'"),
+    "a game that is a number": (lambda d: _put(d, ("game",), 1), "missing 'game'"),
     "options an array": (lambda d: _put(d, ("options",), []), "'options' must be an object"),
     "first_dealer true": (lambda d: _put(d, ("first_dealer",), True), "'first_dealer' must be a seat number"),
     "first_dealer a string": (lambda d: _put(d, ("first_dealer",), "1"), "'first_dealer' must be a seat number"),
@@ -475,3 +480,30 @@ def test_a_number_past_the_float_range_is_an_error_line_not_a_traceback(tmp_path
     bad.write_text(json.dumps(data).replace('"totals": [', '"totals": [1e400, ', 1))
     status, out = _replay(bad, capsys)
     assert status == 1 and out.startswith(f"{bad}: match result: result.totals differs: expected [Infinity, "), out
+
+
+def test_a_difference_gives_the_transcripts_value_the_engines_and_the_state_reached():
+    """``transcript.check`` returns the first difference, expected (the transcript's) and
+    actual (the engine's) values in that order (NOTATION.md section 3), and the state reached
+    there: at a wrong seat or legal set, the state before that step; at a deal given where the
+    deal goes on, the state inside the unfinished deal."""
+    data = transcript.loads(SAMPLES[-1].read_text())
+    step = data["deals"][0]["steps"][2]
+    seat = step["seat"]
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"][2]["seat"] = 1 - seat
+    diff, state = transcript.check(wrong)
+    assert diff == transcript.Difference("deal 0 step 2", "seat", 1 - seat, seat)
+    assert state is not None and state.to_act() == seat
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"][2]["legal"] = step["legal"][1:]
+    diff, state = transcript.check(wrong)
+    assert diff is not None and (diff.what, diff.expected) == ("legal", step["legal"][1:])
+    assert state is not None and state.to_act() == seat and sorted(state.legal_actions()) == sorted(step["legal"])
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"].pop()
+    del wrong["deals"][0]["result"]
+    wrong["deals"].append(copy.deepcopy(data["deals"][0]))
+    diff, state = transcript.check(wrong)
+    assert diff is not None and (diff.where, diff.what) == ("deal 1", "deal")
+    assert diff.actual == f"seat {state.to_act()} to act" and state.deal_results() == []
