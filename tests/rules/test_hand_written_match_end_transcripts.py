@@ -281,6 +281,21 @@ def test_every_non_default_option_is_needed(game):
             'deal 1 result: result.above differs: expected [0, 300], actual [0, 0]')
 
 
+def test_tied_winners_in_any_order_check_out_but_not_a_subset():
+    """GJ-9.3: all four seats share first place; ``winners`` names a set of seats (NOTATION.md
+    section 3, docs/rules.md "compared as sets"), so the four listed in another order are the
+    same winners, while three of them, or a seat twice, are not."""
+    data = georgian_joker()
+    for winners in ([3, 2, 1, 0], [1, 3, 0, 2]):
+        data["result"]["winners"] = winners
+        assert _checks_out(data) is None, winners
+    data["result"]["winners"] = [2, 1, 0]
+    assert _checks_out(data) == ("match result: result.winners differs: expected [2, 1, 0], "
+                                 "actual [0, 1, 2, 3]")
+    data["result"]["winners"] = [3, 2, 1, 0, 0]
+    assert _checks_out(data) is not None
+
+
 def test_at_the_default_target_the_japanese_joker_match_goes_on():
     """JJK-8.1: 18 points do not reach the default 21; the match goes on with the other
     declarer (JJK-2.3), and a transcript claiming it over is refused at the match result."""

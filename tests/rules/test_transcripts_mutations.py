@@ -58,6 +58,15 @@ def _contract_holder_as_a_boolean(data: dict[str, Any]) -> None:
     contract["holder"] = contract["holder"] == 1
 
 
+def _another_trump(data: dict[str, Any]) -> None:
+    """NOTATION.md section 4: deal 0's trump (Jo-Jotte: its contract's strain) named as another
+    suit, a text value of the result that differs from the engine's."""
+    result = data["deals"][0]["result"]
+    where = result["contract"] if "contract" in result else result
+    key = "strain" if "contract" in result else "trump"
+    where[key] = "C" if where[key] != "C" else "D"
+
+
 def _first_bool_in_deal_results(data: dict[str, Any]) -> None:
     deal = next(d for d in data["deals"] if "thrown_in" in d.get("result", {}))
     deal["result"]["thrown_in"] = int(deal["result"]["thrown_in"])
@@ -84,6 +93,10 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "a deck card that is a number": (
         lambda d: d["deals"][0]["deck"].__setitem__(0, 5),
         "error: deal 0: deck card 0 must be a card code string, got 5"),
+    # the engine's reason is the actual value (NOTATION.md section 3: "with both values")
+    "a card twice in the deck, the engine's side": (
+        lambda d: d["deals"][0]["deck"].__setitem__(1, d["deals"][0]["deck"][0]),
+        'deal 0: deck differs: expected "a valid deck", actual "'),
     "wrong dealer": (
         lambda d: d["deals"][0]["expect"].__setitem__("dealer", (d["deals"][0]["expect"]["dealer"] + 1) % _players(d)),
         "deal 0: expect.dealer differs"),
@@ -95,6 +108,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
             k: (_bump_first_list(v) if k == list(_last_played(d)["result"])[-1] else v)
             for k, v in _last_played(d)["result"].items()}),
         " result: result."),
+    "another trump in a deal result": (_another_trump, "deal 0 result: result."),
     "deal result with an extra key": (
         lambda d: d["deals"][0]["result"].__setitem__("extra", 0), "deal 0 result: result.extra differs"),
     # the module's "key by key, an extra key included", the other way: a key the engine
@@ -122,6 +136,16 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "the last step of a deal with a result dropped": (
         lambda d: d["deals"][0]["steps"].pop(),
         'deal 0 result: result differs'),
+    # NOTATION.md section 3: "A replay tool reports the first step or result that differs,
+    # with both values": the engine's side of a result it has not reached, or did reach
+    "the last step of a deal with a result dropped, the engine's side": (
+        lambda d: d["deals"][0]["steps"].pop(),
+        ', actual "deal not finished"\n'),
+    "a deal's result dropped before the next deal, the engine's side": (
+        lambda d: d["deals"][0].pop("result"),
+        'deal 0 result: result differs: expected null, actual {"'),
+    # an empty object is a deal result all the same, not an absent one (NOTATION.md section 4)
+    "an empty deal result": (lambda d: d["deals"][0].__setitem__("result", {}), "deal 0 result: result."),
     "a step after a deal's end, before the next deal": (
         lambda d: d["deals"][0]["steps"].append(copy.deepcopy(d["deals"][0]["steps"][-1])),
         ', actual "deal over"'),
@@ -152,6 +176,9 @@ APPLIES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "a step after a deal's end, before the next deal": lambda d: len(d["deals"]) > 1,
     "a deal cut short, without its result, before the next deal": lambda d: len(d["deals"]) > 1,
     "a deal's result dropped before the next deal": lambda d: len(d["deals"]) > 1,
+    "the last step of a deal with a result dropped, the engine's side": lambda d: "result" in d["deals"][0],
+    "a deal's result dropped before the next deal, the engine's side": lambda d: len(d["deals"]) > 1,
+    "an empty deal result": lambda d: "result" in d["deals"][0],
 }
 
 CASES = [pytest.param(sample, name, id=f"{sample.name}-{name}")
@@ -202,6 +229,9 @@ def test_json_values_compare_by_json_type():
     assert not transcript.same_json({"holder": False}, {"holder": 0})
     assert not transcript.same_json(["1"], "1") and not transcript.same_json([1], 1)
     assert not transcript.same_json({"a": 1}, ["a"]) and not transcript.same_json("a", {"a": 1})
+    # strings of the same type compare by value: a trump "H" is not "S" (NOTATION.md section 4)
+    assert not transcript.same_json("H", "S") and not transcript.same_json({"strain": "H"}, {"strain": "NT"})
+    assert transcript.same_json("NT", "NT")
 
 
 def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
@@ -244,6 +274,7 @@ def test_the_documented_readings_of_what_notation_leaves_open(sample):
         lambda d: [(s.pop("seat"), s.pop("legal")) for s in d["deals"][0]["steps"]],
         lambda d: d["deals"][0].pop("expect"),
         lambda d: d.__setitem__("options", None),
+        lambda d: d.pop("options"),
         lambda d: d.pop("result"),
         lambda d: d["deals"][-1].pop("result") if "result" in d["deals"][-1] else None,
         lambda d: d.__setitem__("comment", "not a NOTATION.md key"),
@@ -341,8 +372,13 @@ def _put(data: Any, path: tuple[Any, ...], value: Any) -> Any:
 SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "an array, not an object": (lambda d: [d], "a transcript is a JSON object"),
     "no game": (lambda d: {k: v for k, v in d.items() if k != "game"}, "missing 'game'"),
+    "a game that is a number": (lambda d: _put(d, ("game",), 1), "missing 'game'"),
     "options an array": (lambda d: _put(d, ("options",), []), "'options' must be an object"),
     "first_dealer true": (lambda d: _put(d, ("first_dealer",), True), "'first_dealer' must be a seat number"),
+    "first_dealer a string": (lambda d: _put(d, ("first_dealer",), "1"), "'first_dealer' must be a seat number"),
+    "first_dealer not whole": (lambda d: _put(d, ("first_dealer",), 0.5), "'first_dealer' must be a seat number"),
+    "first_dealer absent": (lambda d: {k: v for k, v in d.items() if k != "first_dealer"},
+                            "'first_dealer' must be a seat number"),
     "deals an object": (lambda d: _put(d, ("deals",), {}), "'deals' must be a list"),
     "a deal that is an array": (lambda d: _put(d, ("deals", 0), []), "deal 0 must be an object"),
     "a deck that is one string": (lambda d: _put(d, ("deals", 0, "deck"), " ".join(d["deals"][0]["deck"])),
@@ -387,3 +423,87 @@ def test_replay_raises_naming_the_first_difference():
     with pytest.raises(TranscriptError) as info:
         transcript.replay(data)
     assert str(info.value).startswith("deal 0 step 0: seat differs")
+
+
+def test_a_missing_or_an_extra_result_key_reports_both_values():
+    """NOTATION.md section 3: the replay reports the first result that differs "with both
+    values". A key the transcript lists and the engine does not report is expected with its
+    value, actual ``null``; a key the engine reports and the transcript leaves out is expected
+    ``null``, actual the engine's value."""
+    data = transcript.loads(SAMPLES[0].read_text())
+    engine = copy.deepcopy(data["deals"][0]["result"])
+    last = list(engine)[-1]
+    extra = copy.deepcopy(data)
+    extra["deals"][0]["result"]["extra"] = [1, 2]
+    diff, _ = transcript.check(extra)
+    assert diff == transcript.Difference("deal 0 result", "result.extra", [1, 2], None)
+    assert str(diff) == "deal 0 result: result.extra differs: expected [1, 2], actual null"
+    missing = copy.deepcopy(data)
+    del missing["deals"][0]["result"][last]
+    diff, _ = transcript.check(missing)
+    assert diff == transcript.Difference("deal 0 result", f"result.{last}", None, engine[last])
+
+
+def test_an_export_names_each_deals_dealer_and_its_legal_sets_on_request():
+    """``transcript.export`` writes what NOTATION.md section 3 lets a transcript say: each
+    deal's ``expect.dealer`` (docs/operations.md compares boards by ``deals[i].expect.dealer``;
+    GJ-2.3: the deal passes to the left, so the dealer of deal i is first_dealer + i), every
+    step's seat and legal set, and with ``with_legal=False`` the steps without their legal sets
+    (then only the action is replayed); both check out."""
+    from engine_service.rules import get_game
+
+    from .playout import random_match
+
+    state = random_match(get_game("georgian_joker"), 3)
+    data = transcript.export(state)
+    first = data["first_dealer"]
+    assert [d["expect"] for d in data["deals"]] == [{"dealer": (first + i) % 4} for i in range(len(data["deals"]))]
+    assert all(set(s) == {"seat", "legal", "action"} and s["action"] in s["legal"]
+               for d in data["deals"] for s in d["steps"])
+    assert transcript.check(data)[0] is None
+    short = transcript.export(state, with_legal=False)
+    assert all(set(s) == {"seat", "action"} for d in short["deals"] for s in d["steps"])
+    for deal in data["deals"]:
+        for step in deal["steps"]:
+            del step["legal"]
+    assert short == data and transcript.check(short)[0] is None
+
+
+def test_a_number_past_the_float_range_is_an_error_line_not_a_traceback(tmp_path, capsys):
+    """``1e400`` is JSON (RFC 8259 section 6) that Python reads as infinity, which is no whole
+    number: as ``first_dealer`` it is refused as no seat number (docs/rules.md: a number that is
+    not an integer is refused), in a result it is a value that differs; never a traceback."""
+    data = json.loads(SAMPLES[0].read_text())
+    bad = tmp_path / "huge_number.json"
+    bad.write_text(json.dumps(data).replace('"first_dealer": ', '"first_dealer": 1e400, "x": ', 1))
+    assert _replay(bad, capsys) == (1, f"{bad}: error: 'first_dealer' must be a seat number\n")
+    bad.write_text(json.dumps(data).replace('"totals": [', '"totals": [1e400, ', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out.startswith(f"{bad}: match result: result.totals differs: expected [Infinity, "), out
+
+
+def test_a_difference_gives_the_transcripts_value_the_engines_and_the_state_reached():
+    """``transcript.check`` returns the first difference, expected (the transcript's) and
+    actual (the engine's) values in that order (NOTATION.md section 3), and the state reached
+    there: at a wrong seat or legal set, the state before that step; at a deal given where the
+    deal goes on, the state inside the unfinished deal."""
+    data = transcript.loads(SAMPLES[-1].read_text())
+    step = data["deals"][0]["steps"][2]
+    seat = step["seat"]
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"][2]["seat"] = 1 - seat
+    diff, state = transcript.check(wrong)
+    assert diff == transcript.Difference("deal 0 step 2", "seat", 1 - seat, seat)
+    assert state is not None and state.to_act() == seat
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"][2]["legal"] = step["legal"][1:]
+    diff, state = transcript.check(wrong)
+    assert diff is not None and (diff.what, diff.expected) == ("legal", step["legal"][1:])
+    assert state is not None and state.to_act() == seat and sorted(state.legal_actions()) == sorted(step["legal"])
+    wrong = copy.deepcopy(data)
+    wrong["deals"][0]["steps"].pop()
+    del wrong["deals"][0]["result"]
+    wrong["deals"].append(copy.deepcopy(data["deals"][0]))
+    diff, state = transcript.check(wrong)
+    assert diff is not None and (diff.where, diff.what) == ("deal 1", "deal")
+    assert diff.actual == f"seat {state.to_act()} to act" and state.deal_results() == []
