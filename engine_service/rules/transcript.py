@@ -120,7 +120,9 @@ def validate(data: Any) -> dict[str, Any]:
             # internal card ids, so a number here would be dealt as some card, not refused
             _require(isinstance(card, str),
                      f"deal {i}: deck card {k} must be a card code string, got {json.dumps(card)}")
-        steps = deal.get("steps", [])
+        # NOTATION.md section 3: each deal has "the steps taken in it" (``[]``: none yet); a
+        # deal without the key (a misspelt "step") was replayed as a deal with no steps
+        steps = deal.get("steps")
         _require(isinstance(steps, list), f"deal {i}: 'steps' must be a list")
         for j, st in enumerate(steps):
             _require(isinstance(st, dict) and isinstance(st.get("action"), str),
@@ -202,7 +204,7 @@ def check(data: Mapping[str, Any]) -> tuple[Difference | None, State | None]:
         except RulesError as exc:
             return Difference(where, "deck", "a valid deck", exc.message), state
         done = len(state.deal_results())
-        for si, step in enumerate(deal.get("steps", [])):
+        for si, step in enumerate(deal["steps"]):
             who = state.to_act()
             swhere = f"{where} step {si}"
             if who < 0:

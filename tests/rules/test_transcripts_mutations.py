@@ -384,6 +384,9 @@ SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "a deck that is one string": (lambda d: _put(d, ("deals", 0, "deck"), " ".join(d["deals"][0]["deck"])),
                                   "deal 0: 'deck' must be a list of cards"),
     "steps an object": (lambda d: _put(d, ("deals", 0, "steps"), {}), "deal 0: 'steps' must be a list"),
+    # NOTATION.md section 3: each deal has its steps (docs/rules.md: not among the optional keys)
+    "a deal without steps": (lambda d: _put(d, ("deals", 0), {k: v for k, v in d["deals"][0].items() if k != "steps"}),
+                             "deal 0: 'steps' must be a list"),
     "a step without an action": (lambda d: _put(d, ("deals", 0, "steps", 0), {"seat": 1}),
                                  "deal 0 step 0: a step is an object with an 'action' string"),
     "a step's seat true": (lambda d: _put(d, ("deals", 0, "steps", 0, "seat"), True),
