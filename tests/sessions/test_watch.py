@@ -1693,3 +1693,48 @@ def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_
     assert [e.kind for e in again] == ["snapshot", "match_ended"]
     assert rest[-1].kind == "match_ended"
     assert (present_while_unread, present_after) == (True, False)
+
+
+class _NewestFirst(set):
+    """A match's streams listed newest first (a set's order is its own): whoever picks a
+    stream by when it was opened must read ``Watcher.opened``, not the order of the set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list = []
+
+    def add(self, w) -> None:
+        if w not in self:
+            self.order.append(w)
+        super().add(w)
+
+    def discard(self, w) -> None:
+        if w in self:
+            self.order.remove(w)
+        super().discard(w)
+
+    def __iter__(self):
+        return iter(list(reversed(self.order)))
+
+
+def test_the_stream_that_gives_way_is_the_one_opened_first_not_the_first_listed():
+    """A seat over ``max_streams_per_seat`` closes its *oldest* stream (MAX_SEAT_STREAMS;
+    ``Watcher.opened``): with the match's streams listed newest first, the seat's third
+    stream still closes its first one, then its fourth the second, never a newer one."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            mgr._matches[match_id].watchers = _NewestFirst()
+            streams = []
+            for _ in range(4):
+                streams.append(Stream(mgr, match_id, ps[0]))
+                await until(lambda: streams[-1].events)
+                await asyncio.sleep(0.002)  # a later Watcher.opened on a coarse monotonic clock
+            await until(lambda: streams[0].task.done() and streams[1].task.done())
+            errors = [s.error for s in streams]
+            for s in streams:
+                await s.close()
+            return errors
+
+    errors = run(go())
+    assert [getattr(e, "reason", None) for e in errors] == ["MAX_SEAT_STREAMS", "MAX_SEAT_STREAMS", None, None]
