@@ -1738,3 +1738,20 @@ def test_the_stream_that_gives_way_is_the_one_opened_first_not_the_first_listed(
 
     errors = run(go())
     assert [getattr(e, "reason", None) for e in errors] == ["MAX_SEAT_STREAMS", "MAX_SEAT_STREAMS", None, None]
+
+
+def test_a_heartbeat_takes_the_last_place_of_a_queue_and_idle_takes_none():
+    """``Watcher.beat``: only a *full* queue (its limit of events and heartbeats) refuses a
+    heartbeat; one with a place left takes it there, and IDLE queued (the wait reached its
+    limit) counts against no limit, so it does not take that place."""
+    from engine_service.sessions.watchers import BEAT, IDLE, Watcher
+
+    event = MatchEvent(kind="action", seq=1, match_id="m")
+    w = Watcher(SPECTATOR, 3)
+    w._idle_at = w._timer_at = 1.0
+    w._idle_check()  # IDLE queued
+    assert w.offer(event) and w.offer(event)
+    w.beat()  # the last place: taken
+    w.beat()  # full: refused, not an overflow
+    items = list(w.queue._queue)
+    assert items[0] is IDLE and items[1:] == [event, event, BEAT] and not w.closed
