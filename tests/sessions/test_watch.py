@@ -373,7 +373,7 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
         moved = Watcher(SPECTATOR, 2)
         moved._idle_at, moved._timer_at = later, later - 1
         moved._idle_check()
-        rearmed = (moved._timer is not None, moved._timer_at, moved.queue.qsize())
+        rearmed = (moved._timer is not None and moved._timer.when(), moved._timer_at, moved.queue.qsize())
         moved.stop()
         event = MatchEvent(kind="action", seq=1, match_id="m")
         came_in = Watcher(SPECTATOR, 2)
@@ -387,7 +387,7 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
 
     busy, rearmed, later, came_in, quiet = run(go())
     assert busy == (0, None)
-    assert rearmed == (True, later, 0)
+    assert rearmed == (later, later, 0)  # armed again for that very limit, not later
     assert came_in[0].seq == 1 and len(came_in) == 1
     assert list(quiet.queue._queue) == [IDLE] and quiet._idle_queued
 
