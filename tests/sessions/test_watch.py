@@ -1555,6 +1555,8 @@ def test_a_closed_or_full_watcher_takes_no_more_events_nor_heartbeats():
         assert not full.offer(event) and full.overflowed and full.cut
         items = drained(full)
         assert len(items) == 1 and items[0].error.reason == "WATCH_OVERFLOW"
+        # the error tells the client how to lose nothing: watch again after the last seq it got
+        assert isinstance(items[0].error, Unavailable) and "after_seq" in str(items[0].error)
 
         quiet = Watcher(SPECTATOR, 2)
         quiet.beat()
