@@ -524,3 +524,27 @@ def test_a_cursor_folded_mid_match_announces_only_the_deals_its_steps_score():
     walked, folded = run(go())
     assert sum("deal_scored" in d for d in walked) == 2
     assert folded == walked
+
+
+def test_the_admins_stream_of_a_delayed_match_gets_each_action_once_live_and_no_spectators_release():
+    """The delay is the spectators' alone (ARCHITECTURE.md section 4): a stream gets the events
+    of its own audience only. The admin's stream of a delayed match holds every action once,
+    live and in order; the actions released to the spectators ``DELAY`` actions later (with
+    the spectators' view) are not queued to it again."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
+            admin = Stream(mgr, match_id, Principal("admin"), 0)
+            spec = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            rng = random.Random(4)
+            for _ in range(DELAY + 3):
+                seq = await act_once(mgr, match_id, ps, rng)
+            await until(lambda: len(admin.actions()) >= seq and len(spec.actions()) >= seq - DELAY)
+            await settle()
+            for s in (admin, spec):
+                await s.close()
+            return seq, admin.actions(), spec.actions()
+
+    seq, admin, spec = run(go())
+    assert [e.seq for e in admin] == list(range(1, seq + 1))
+    assert [e.seq for e in spec] == list(range(1, seq - DELAY + 1))

@@ -373,7 +373,7 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
         moved = Watcher(SPECTATOR, 2)
         moved._idle_at, moved._timer_at = later, later - 1
         moved._idle_check()
-        rearmed = (moved._timer is not None, moved._timer_at, moved.queue.qsize())
+        rearmed = (moved._timer is not None and moved._timer.when(), moved._timer_at, moved.queue.qsize())
         moved.stop()
         event = MatchEvent(kind="action", seq=1, match_id="m")
         came_in = Watcher(SPECTATOR, 2)
@@ -387,7 +387,7 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
 
     busy, rearmed, later, came_in, quiet = run(go())
     assert busy == (0, None)
-    assert rearmed == (True, later, 0)
+    assert rearmed == (later, later, 0)  # armed again for that very limit, not later
     assert came_in[0].seq == 1 and len(came_in) == 1
     assert list(quiet.queue._queue) == [IDLE] and quiet._idle_queued
 
@@ -1555,6 +1555,8 @@ def test_a_closed_or_full_watcher_takes_no_more_events_nor_heartbeats():
         assert not full.offer(event) and full.overflowed and full.cut
         items = drained(full)
         assert len(items) == 1 and items[0].error.reason == "WATCH_OVERFLOW"
+        # the error tells the client how to lose nothing: watch again after the last seq it got
+        assert isinstance(items[0].error, Unavailable) and "after_seq" in str(items[0].error)
 
         quiet = Watcher(SPECTATOR, 2)
         quiet.beat()
@@ -1693,3 +1695,65 @@ def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_
     assert [e.kind for e in again] == ["snapshot", "match_ended"]
     assert rest[-1].kind == "match_ended"
     assert (present_while_unread, present_after) == (True, False)
+
+
+class _NewestFirst(set):
+    """A match's streams listed newest first (a set's order is its own): whoever picks a
+    stream by when it was opened must read ``Watcher.opened``, not the order of the set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list = []
+
+    def add(self, w) -> None:
+        if w not in self:
+            self.order.append(w)
+        super().add(w)
+
+    def discard(self, w) -> None:
+        if w in self:
+            self.order.remove(w)
+        super().discard(w)
+
+    def __iter__(self):
+        return iter(list(reversed(self.order)))
+
+
+def test_the_stream_that_gives_way_is_the_one_opened_first_not_the_first_listed():
+    """A seat over ``max_streams_per_seat`` closes its *oldest* stream (MAX_SEAT_STREAMS;
+    ``Watcher.opened``): with the match's streams listed newest first, the seat's third
+    stream still closes its first one, then its fourth the second, never a newer one."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            mgr._matches[match_id].watchers = _NewestFirst()
+            streams = []
+            for _ in range(4):
+                streams.append(Stream(mgr, match_id, ps[0]))
+                await until(lambda: streams[-1].events)
+                await asyncio.sleep(0.002)  # a later Watcher.opened on a coarse monotonic clock
+            await until(lambda: streams[0].task.done() and streams[1].task.done())
+            errors = [s.error for s in streams]
+            for s in streams:
+                await s.close()
+            return errors
+
+    errors = run(go())
+    assert [getattr(e, "reason", None) for e in errors] == ["MAX_SEAT_STREAMS", "MAX_SEAT_STREAMS", None, None]
+
+
+def test_a_heartbeat_takes_the_last_place_of_a_queue_and_idle_takes_none():
+    """``Watcher.beat``: only a *full* queue (its limit of events and heartbeats) refuses a
+    heartbeat; one with a place left takes it there, and IDLE queued (the wait reached its
+    limit) counts against no limit, so it does not take that place."""
+    from engine_service.sessions.watchers import BEAT, IDLE, Watcher
+
+    event = MatchEvent(kind="action", seq=1, match_id="m")
+    w = Watcher(SPECTATOR, 3)
+    w._idle_at = w._timer_at = 1.0
+    w._idle_check()  # IDLE queued
+    assert w.offer(event) and w.offer(event)
+    w.beat()  # the last place: taken
+    w.beat()  # full: refused, not an overflow
+    items = list(w.queue._queue)
+    assert items[0] is IDLE and items[1:] == [event, event, BEAT] and not w.closed
