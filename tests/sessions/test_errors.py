@@ -393,7 +393,9 @@ HIDDEN_NAMES = ["\u200d", "a\u200d", "\u200da", "a \u200d b", "a\u200d\u200db", 
                 # before a flag's tag sequence (only the flag's own tags are let through)
                 "x \u200db", "a\u200d b", "x\u200b\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F",
                 # just outside those blocks: unassigned, or a noncharacter (never assigned)
-                "x\U0001EFFF", "\U0001FFFE"]
+                "x\U0001EFFF", "\U0001FFFE",
+                # unassigned between them (Symbols for Legacy Computing): no pictograph block
+                "x\U0001FBFF"]
 
 
 def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
