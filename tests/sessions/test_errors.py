@@ -780,12 +780,15 @@ def test_a_termination_reason_may_have_200_characters_and_no_more():
             s = await mgr.create_match(CreateMatchRequest(game=GAME))
             with pytest.raises(BadRequest) as info:
                 await mgr.terminate_match(s.match_id, "r" * 201)
+            with pytest.raises(BadRequest) as words:  # more words than 200 characters hold
+                await mgr.terminate_match(s.match_id, "r " * 201)
             still = await mgr.get_match(s.match_id)
             ended = await mgr.terminate_match(s.match_id, "r" * 200)
-            return info.value, still, ended
+            return info.value, words.value, still, ended
 
-    refused, still, ended = run(go())
+    refused, words, still, ended = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+    assert (words.reason, words.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
     assert still.status == "waiting"
     assert ended.status == "terminated" and ended.result["reason"] == "r" * 200
 
