@@ -390,6 +390,9 @@ def test_an_unknown_bot_is_refused_naming_the_bots_that_play_the_game_in_order()
         assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": bot})
         assert info.value.message == f"no bot {bot!r} plays klaberjass; available: alpha, zeta"
     assert check_bot("zeta", "klaberjass", host) is None
+    with pytest.raises(BadRequest) as info:  # installed, but not for this game
+        check_bot("zeta", "jojotte", host)
+    assert info.value.message == "no bot 'zeta' plays jojotte; available: alpha"
     with pytest.raises(BadRequest) as info:  # no name: still the documented ``bot`` key
         check_bot("", "klaberjass", host)
     assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": ""})
