@@ -727,6 +727,59 @@ def _codes(game_id):
     return [card_code(c) for c in get_game(game_id).pack]
 
 
+def test_without_an_admin_first_dealer_the_rulebooks_draw_deals_first(monkeypatch):
+    """A match created without ``first_dealer`` is dealt first by the seat the rulebook's
+    draw names (api.CreateMatchRequest: None is the rulebook's draw, from the CSPRNG), not
+    always by seat 0."""
+    from engine_service.sessions import terms
+    monkeypatch.setattr(terms, "draw_first_dealer", lambda game, options: 1)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, GAME)
+            state = mgr.state_of(match_id)
+            return state.first_dealer, state.dealer()
+
+    assert run(go()) == (1, 1)
+
+
+def test_a_match_name_is_held_to_the_servers_max_name_length():
+    """SessionConfig.max_name_length (not a fixed 64) bounds the match name: one character
+    more is BAD_NAME naming the field and creates nothing."""
+    async def go():
+        async with manager(config(max_name_length=8)) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 9))
+            held = mgr.match_ids()
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 8))
+            return info.value, held, s.name
+
+    refused, held, name = run(go())
+    assert (refused.reason, refused.metadata, held, name) == ("BAD_NAME", {"field": "name"}, [], "n" * 8)
+
+
+def test_a_takeover_bot_must_play_the_matchs_game():
+    """A table's ``takeover_bot`` is a bot that plays the match's game (validation.check_bot:
+    "a bot seat, a match's takeover bot"): one installed for Georgian Joker only is
+    UNKNOWN_BOT for a Klaberjass table, which is not created."""
+    class JokerOnly(_OneBotHost):
+        def bots(self):
+            from engine_service.sessions.api import BotInfo
+            return [BotInfo("dummy", ("georgian_joker",), "test double")]
+
+        def plays(self, bot, game_id):
+            return bot == "dummy" and game_id == "georgian_joker"
+
+    async def go():
+        async with manager(host=JokerOnly()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, takeover_bot="dummy"))
+            return info.value, mgr.match_ids()
+
+    refused, held = run(go())
+    assert (refused.reason, refused.metadata, held) == ("UNKNOWN_BOT", {"bot": "dummy"}, [])
+
+
 def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     async def go():
         async with manager() as mgr:
