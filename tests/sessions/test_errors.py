@@ -664,10 +664,11 @@ def test_bad_create_requests():
                 with pytest.raises(BadRequest) as info:
                     await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
                 assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats"}), seats
-            with pytest.raises(BadRequest) as info:
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
-            assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
-            assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
+            for seats in ([SeatConfig(), SeatConfig("bot", "nobody")], [SeatConfig("bot", "nobody"), SeatConfig()]):
+                with pytest.raises(BadRequest) as info:  # whichever seat is the bot's
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
+                assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
+                assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
             # the session layer refuses it as the API's codec does (docs/api.md "Errors")
