@@ -807,6 +807,21 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert "zones" not in spectator.view
 
 
+def test_every_deck_the_admin_gives_is_kept_in_order():
+    """api.CreateMatchRequest.decks: explicit decks are used in order, then CSPRNG decks;
+    all of them are kept, not the first alone (the admin's inspection lists them)."""
+    async def go():
+        async with manager() as mgr:
+            decks = [_codes(GAME), _codes(GAME)]
+            random.Random(5).shuffle(decks[0])
+            random.Random(6).shuffle(decks[1])
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, decks=decks, first_dealer=1), admin=True)
+            return decks, (await mgr.inspect_match(s.match_id)).envelope.view["decks"]
+
+    given, kept = run(go())
+    assert kept == given
+
+
 def test_the_admins_inspection_names_every_seats_presence_as_its_summary_does():
     """InspectMatch's omniscient view carries the seats' public facts (``seats``: names,
     taken, present, left: GJ-11.1) as of the same seq as its summary, so that the admin sees
