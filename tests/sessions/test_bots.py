@@ -351,6 +351,25 @@ def test_a_takeover_bot_that_is_not_installed_refuses_the_start():
     assert check_takeover_bot("random", None) is None
 
 
+def test_a_tables_takeover_bot_comes_before_the_sessions_which_is_the_default():
+    """GJ-12.4 "the bot the table names": CreateMatch's ``takeover_bot`` plays a departed
+    Georgian Joker player's seat; a table that names none gets the session's
+    (``--takeover-bot``), shown as the seat's bot once it plays the seat."""
+    host = CatalogHost({"random": tuple(GAMES), "first": tuple(GAMES)})
+
+    async def go():
+        seats = []
+        async with manager(config(takeover_bot="random"), host=host) as mgr:
+            for named in ("", "first"):
+                match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot=named)
+                await mgr.leave_match(match_id, ps[0], resign=False)
+                seat = (await mgr.get_match(match_id)).seats[0]
+                seats.append((seat.replaced_by_bot, seat.bot))
+        return seats
+
+    assert run(go()) == [(True, "random"), (True, "first")]
+
+
 def test_an_unknown_bot_is_refused_naming_the_bots_that_play_the_game_in_order():
     """UNKNOWN_BOT (docs/api.md "Errors", ErrorInfo ``bot``) for a bot seat whose bot is not
     installed, or installed but not playing the match's game: the message lists the bots
@@ -371,6 +390,9 @@ def test_an_unknown_bot_is_refused_naming_the_bots_that_play_the_game_in_order()
         assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": bot})
         assert info.value.message == f"no bot {bot!r} plays klaberjass; available: alpha, zeta"
     assert check_bot("zeta", "klaberjass", host) is None
+    with pytest.raises(BadRequest) as info:  # installed, but not for this game
+        check_bot("zeta", "jojotte", host)
+    assert info.value.message == "no bot 'zeta' plays jojotte; available: alpha"
     with pytest.raises(BadRequest) as info:  # no name: still the documented ``bot`` key
         check_bot("", "klaberjass", host)
     assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": ""})

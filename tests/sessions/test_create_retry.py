@@ -139,6 +139,13 @@ def test_the_digest_covers_the_decks_cards():
     assert request_digest(req(decks=(("7H",),))) != request_digest(req(decks=(("8H",),)))
 
 
+def test_a_malformed_request_digests_too():
+    """request_digest: a request holding what UTF-8 cannot encode (a lone surrogate, which
+    an in-process str may hold) still has a digest; it is refused when checked, not by the
+    digest raising."""
+    assert len(request_digest(req(name="x\ud800"))) == 64
+
+
 def test_the_digest_of_a_request_is_the_same_in_every_release():
     """The digest is stored with the match (docs/operations.md, schema 7) and compared with a
     retry's after a restart, possibly into a newer release: its canonical text (sorted keys,

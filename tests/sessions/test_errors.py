@@ -393,7 +393,9 @@ HIDDEN_NAMES = ["\u200d", "a\u200d", "\u200da", "a \u200d b", "a\u200d\u200db", 
                 # before a flag's tag sequence (only the flag's own tags are let through)
                 "x \u200db", "a\u200d b", "x\u200b\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F",
                 # just outside those blocks: unassigned, or a noncharacter (never assigned)
-                "x\U0001EFFF", "\U0001FFFE"]
+                "x\U0001EFFF", "\U0001FFFE",
+                # unassigned between them (Symbols for Legacy Computing): no pictograph block
+                "x\U0001FBFF"]
 
 
 def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
@@ -662,10 +664,11 @@ def test_bad_create_requests():
                 with pytest.raises(BadRequest) as info:
                     await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
                 assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats"}), seats
-            with pytest.raises(BadRequest) as info:
-                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
-            assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
-            assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
+            for seats in ([SeatConfig(), SeatConfig("bot", "nobody")], [SeatConfig("bot", "nobody"), SeatConfig()]):
+                with pytest.raises(BadRequest) as info:  # whichever seat is the bot's
+                    await mgr.create_match(CreateMatchRequest(game=GAME, seats=seats))
+                assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
+                assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
             # the session layer refuses it as the API's codec does (docs/api.md "Errors")
@@ -725,6 +728,59 @@ def _codes(game_id):
     return [card_code(c) for c in get_game(game_id).pack]
 
 
+def test_without_an_admin_first_dealer_the_rulebooks_draw_deals_first(monkeypatch):
+    """A match created without ``first_dealer`` is dealt first by the seat the rulebook's
+    draw names (api.CreateMatchRequest: None is the rulebook's draw, from the CSPRNG), not
+    always by seat 0."""
+    from engine_service.sessions import terms
+    monkeypatch.setattr(terms, "draw_first_dealer", lambda game, options: 1)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, GAME)
+            state = mgr.state_of(match_id)
+            return state.first_dealer, state.dealer()
+
+    assert run(go()) == (1, 1)
+
+
+def test_a_match_name_is_held_to_the_servers_max_name_length():
+    """SessionConfig.max_name_length (not a fixed 64) bounds the match name: one character
+    more is BAD_NAME naming the field and creates nothing."""
+    async def go():
+        async with manager(config(max_name_length=8)) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 9))
+            held = mgr.match_ids()
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 8))
+            return info.value, held, s.name
+
+    refused, held, name = run(go())
+    assert (refused.reason, refused.metadata, held, name) == ("BAD_NAME", {"field": "name"}, [], "n" * 8)
+
+
+def test_a_takeover_bot_must_play_the_matchs_game():
+    """A table's ``takeover_bot`` is a bot that plays the match's game (validation.check_bot:
+    "a bot seat, a match's takeover bot"): one installed for Georgian Joker only is
+    UNKNOWN_BOT for a Klaberjass table, which is not created."""
+    class JokerOnly(_OneBotHost):
+        def bots(self):
+            from engine_service.sessions.api import BotInfo
+            return [BotInfo("dummy", ("georgian_joker",), "test double")]
+
+        def plays(self, bot, game_id):
+            return bot == "dummy" and game_id == "georgian_joker"
+
+    async def go():
+        async with manager(host=JokerOnly()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, takeover_bot="dummy"))
+            return info.value, mgr.match_ids()
+
+    refused, held = run(go())
+    assert (refused.reason, refused.metadata, held) == ("UNKNOWN_BOT", {"bot": "dummy"}, [])
+
+
 def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     async def go():
         async with manager() as mgr:
@@ -749,6 +805,21 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert set(zones) == set(state.zones()) and zones["hand0"] == inspected.view["hands"][0]
     assert sorted(code for cards in zones.values() for code in cards) == sorted(deck)
     assert "zones" not in spectator.view
+
+
+def test_every_deck_the_admin_gives_is_kept_in_order():
+    """api.CreateMatchRequest.decks: explicit decks are used in order, then CSPRNG decks;
+    all of them are kept, not the first alone (the admin's inspection lists them)."""
+    async def go():
+        async with manager() as mgr:
+            decks = [_codes(GAME), _codes(GAME)]
+            random.Random(5).shuffle(decks[0])
+            random.Random(6).shuffle(decks[1])
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, decks=decks, first_dealer=1), admin=True)
+            return decks, (await mgr.inspect_match(s.match_id)).envelope.view["decks"]
+
+    given, kept = run(go())
+    assert kept == given
 
 
 def test_the_admins_inspection_names_every_seats_presence_as_its_summary_does():
@@ -778,12 +849,15 @@ def test_a_termination_reason_may_have_200_characters_and_no_more():
             s = await mgr.create_match(CreateMatchRequest(game=GAME))
             with pytest.raises(BadRequest) as info:
                 await mgr.terminate_match(s.match_id, "r" * 201)
+            with pytest.raises(BadRequest) as words:  # more words than 200 characters hold
+                await mgr.terminate_match(s.match_id, "r " * 201)
             still = await mgr.get_match(s.match_id)
             ended = await mgr.terminate_match(s.match_id, "r" * 200)
-            return info.value, still, ended
+            return info.value, words.value, still, ended
 
-    refused, still, ended = run(go())
+    refused, words, still, ended = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+    assert (words.reason, words.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
     assert still.status == "waiting"
     assert ended.status == "terminated" and ended.result["reason"] == "r" * 200
 

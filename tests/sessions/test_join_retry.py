@@ -232,6 +232,20 @@ def test_an_id_no_longer_matches_once_its_player_left_or_the_operator_reissued_t
     assert summary.seats[0].player_name == "newcomer" and summary.status == "active"
 
 
+def test_a_client_join_id_is_kept_as_sent_not_trimmed():
+    """The id is the client's secret, compared as sent: one that differs by a trailing space
+    is another id, so its join takes another seat and is no retry of the first."""
+    key = "0123456789abcdef"
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            return [await mgr.join_match(s.match_id, None, f"p{n}", k) for n, k in enumerate((key + " ", key))]
+
+    first, second = run(go())
+    assert [(j.seat, j.retry) for j in (first, second)] == [(0, False), (1, False)]
+
+
 @pytest.mark.parametrize("bad", ["", None, "x" * 15, "x" * 129, "0123456789abcdef\n", "0123456789abcdef\x00",
                                  "\u200b0123456789abcdef", 12345678901234567])
 def test_a_bad_client_join_id_is_refused_and_changes_nothing(bad):

@@ -220,6 +220,7 @@ def test_a_spectator_of_a_match_resumed_after_a_restart_gets_each_action_once():
 
 @pytest.mark.parametrize("delay", [-1, MAX_SPECTATOR_DELAY + 1, True, 2.5])
 def test_a_delay_out_of_range_is_refused(delay):
+    """docs/api.md "Errors": INVALID_ARGUMENT / BAD_SPECTATOR_DELAY names its ``field``."""
     async def go():
         async with manager() as mgr:
             with pytest.raises(BadRequest) as err:
@@ -228,6 +229,7 @@ def test_a_delay_out_of_range_is_refused(delay):
 
     err, held = run(go())
     assert err.reason == "BAD_SPECTATOR_DELAY" and held == []
+    assert err.metadata == {"field": "spectator_delay_actions"}
 
 
 def test_a_floor_raised_at_a_restart_leaves_the_running_matches_their_delay(tmp_path):
