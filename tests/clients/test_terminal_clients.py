@@ -46,6 +46,14 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
+def seconds_left(app, label: str) -> int:
+    """The countdown after ``label`` ("your turn", "bob to act") in the screen's header line."""
+    header = screen_text(app).splitlines()[0]
+    left = re.search(re.escape(label) + r"\s+(\d+) s", header)
+    assert left, header
+    return int(left[1])
+
+
 #: A first deck (JJK-3.2 - 3.4: even positions to the declarer, odd ones to the other seat)
 #: that gives the declarer both jokers, every spade and the four best hearts and diamonds:
 #: with spades trump (the first choice, JJK-3.3) no card of the other seat wins a trick, so
@@ -2750,12 +2758,6 @@ def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
         card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=0, action=action, view=view)],
         ["ada", "bob"])
 
-    def left_s(app) -> int:
-        header = screen_text(app).splitlines()[0]
-        left = re.search(r"bob to act\s+(\d+) s", header)
-        assert left, header
-        return int(left[1])
-
     async def scenario():
         app = WatchApp(spectator, None, summary=await spectator.summary())
         async with app.run_test(size=(120, 30)) as pilot:
@@ -2765,8 +2767,8 @@ def test_watch_screen_counts_down_between_events_and_calls_no_seat_you():
             await pilot.pause()  # the layout: no deal scored, no row for the deal results
             board = app.query_one("#board").region
             assert screen_rows(app)[board.bottom].startswith("╭─ events"), screen_rows(app)
-            first = left_s(app)
-            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+            first = seconds_left(app, "bob to act")
+            await wait_for(pilot, lambda: seconds_left(app, "bob to act") < first, "the countdown running on", 3)
 
     run(scenario(), timeout_s=60)
 
@@ -2901,24 +2903,18 @@ def test_play_screen_counts_the_turn_down_on_the_servers_clock_and_names_a_late_
         card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=5, details=details)])
     seat.names = ["ada", ""]
 
-    def left_s(app) -> int:
-        header = screen_text(app).splitlines()[0]
-        left = re.search(r"your turn\s+(\d+) s", header)
-        assert left, header
-        return int(left[1])
-
     async def scenario():
         app = PlayApp(seat, await seat.summary())
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.server_clock.offset_s is not None and app.board is not None,
                            "the heartbeat", 5)
             app.redraw()
-            first = left_s(app)
+            first = seconds_left(app, "your turn")
             assert 0 < first <= 60
             await pilot.pause()  # the layout: no deal scored, no row for the deal results
             board = app.query_one("#board").region
             assert screen_rows(app)[board.bottom].startswith("╭─ your actions"), screen_rows(app)
-            await wait_for(pilot, lambda: left_s(app) < first, "the countdown running on", 3)
+            await wait_for(pilot, lambda: seconds_left(app, "your turn") < first, "the countdown running on", 3)
             seat.names[1] = "bob"
             await seat.more.put(card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=5, seat=1,
                                                                   reason="connected"))

@@ -458,11 +458,9 @@ def test_a_wait_interrupted_lets_go_of_the_lock_file_it_had_taken(tmp_path, monk
         os.close(fd)
 
 
-@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", b"{}"])
-def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_process(tmp_path, content):
-    """The description is a courtesy (ownership._record_holder): a held lock file without
-    one (not JSON, not an object, nothing in it) still refuses the store, as held by
-    "another engine process", not with a traceback from reading it."""
+def _refusal_of_a_lock_file_held_with(tmp_path, content: bytes) -> str:
+    """The StoreInUse message for a database whose lock file another process holds, with
+    ``content`` as the holder's description."""
     path = str(tmp_path / "db.sqlite3")
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -472,22 +470,23 @@ def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_proces
             FileOwnership(path).acquire()
     finally:
         os.close(fd)
-    assert "is in use by another engine process; one engine per database" in str(refused.value)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[1, 2]", b"{}"])
+def test_a_holder_whose_lock_file_says_nothing_readable_is_another_engine_process(tmp_path, content):
+    """The description is a courtesy (ownership._record_holder): a held lock file without
+    one (not JSON, not an object, nothing in it) still refuses the store, as held by
+    "another engine process", not with a traceback from reading it."""
+    refusal = _refusal_of_a_lock_file_held_with(tmp_path, content)
+    assert "is in use by another engine process; one engine per database" in refusal
 
 
 def test_a_holder_whose_description_lacks_a_field_is_named_with_a_question_mark(tmp_path):
     """A description missing a field (written by another release, or cut short) still names
     what it has; what it lacks reads "?", never a blank the operator takes for a value."""
-    path = str(tmp_path / "db.sqlite3")
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, json.dumps({"host": "box"}).encode())
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(StoreInUse) as refused:
-            FileOwnership(path).acquire()
-    finally:
-        os.close(fd)
-    assert "in use by another engine process (pid ? on box since ?);" in str(refused.value)
+    refusal = _refusal_of_a_lock_file_held_with(tmp_path, json.dumps({"host": "box"}).encode())
+    assert "in use by another engine process (pid ? on box since ?);" in refusal
 
 
 def test_no_wait_asked_for_is_refused_without_a_single_poll(tmp_path, monkeypatch):
