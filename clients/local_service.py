@@ -40,6 +40,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 START_POLL_S = 0.01
 
 
+def _is_log_line(line: str) -> bool:
+    """Whether ``line`` is one of the engine's JSON log lines (a JSON object)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 class ServiceFailed(RuntimeError):
     """The engine exited or did not start in time; the message ends with its last 30 log lines
     (:meth:`LocalService.log_tail`)."""
@@ -120,13 +128,14 @@ class LocalService:
         command that started it (clients.play, clients.remote_bot): its last JSON error line's
         ``error`` (or event), else, for a setting refused before its logging began (``--db
         sqlite://x``), argparse's one plain line, the last of the log; the status line alone
-        ("exited with status 2:") said nothing."""
+        ("exited with status 2:") said nothing. A log line that is no error is no reason either
+        (a start that timed out after ``bot_host_started``): then the status line is said."""
         errors = [line for line in self.logs() if line.get("level") in ("error", "critical")]
         if errors:
             return str(errors[-1].get("error") or errors[-1].get("event"))
         status, *tail = str(exc).splitlines()
         last = next((line.strip() for line in reversed(tail) if line.strip()), "")
-        if not last:
+        if not last or _is_log_line(last):
             return status.rstrip(":")
         return re.sub(r"^python -m engine_service serve: error: |^error: ", "", last)
 

@@ -269,8 +269,8 @@ def test_a_start_waits_its_timeout_by_the_clock_and_no_longer(tmp_path, monkeypa
 def test_a_failed_start_is_said_in_one_line(tmp_path):
     """failure(): the last error (or critical) line's ``error``, or its event when it has none;
     else the last line of the log's tail less argparse's ``prog: error:`` (or a plain
-    ``error:``); else the status line without its colon. JSON that is no log line is skipped,
-    and a log never written is no line at all."""
+    ``error:``) unless that is a log line (a start that timed out); else the status line without
+    its colon. JSON that is no log line is skipped, and a log never written is no line at all."""
     log = tmp_path / "engine.log"
     service = LocalService(log_path=log)
     exited = local_service.ServiceFailed("the engine exited with status 2:")
@@ -295,6 +295,10 @@ def test_a_failed_start_is_said_in_one_line(tmp_path):
     assert service.failure(exited) == "last"  # a warning is no failure, even the last line
     assert [line["event"] for line in service.logs()] == ["a", "b", "c", "d", "c_done"]
     assert [line["event"] for line in service.find_log("c")] == ["c"]  # the event named, not a prefix
+    log.write_text('{"level": "info", "event": "bot_host_started"}\n')
+    timed_out = local_service.ServiceFailed(
+        'the engine did not start within 30 s:\n{"level": "info", "event": "bot_host_started"}\n')
+    assert service.failure(timed_out) == "the engine did not start within 30 s"  # not the info line
 
 
 def test_the_log_file_is_removed_only_when_the_service_made_it(tmp_path):
@@ -324,9 +328,11 @@ def test_a_free_port_is_a_number_nothing_holds():
 def test_by_default_the_engine_binds_a_free_port_with_a_database_in_memory(tmp_path):
     """The module's defaults: ``--port 0`` (the engine binds a free port and says which),
     ``--db memory:`` (nothing survives the process), a free metrics port, and a log file of
-    its own in the temporary directory (not the directory the client was started in)."""
+    its own in the temporary directory (not the directory the client was started in); the start
+    waits up to 30 s for the engine to listen (README: clients.play's engine of its own)."""
     service = LocalService()
     try:
+        assert service.startup_timeout_s == 30
         command = service.command()
         assert command[command.index("--port") + 1] == "0"
         assert command[command.index("--db") + 1] == "memory:"
