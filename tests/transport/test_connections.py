@@ -868,6 +868,32 @@ def test_a_renewal_that_keeps_the_files_sizes_is_taken(tmp_path, how):
     assert watched.fetch() is None  # taken once
 
 
+def test_a_file_removed_while_its_pair_is_checked_is_named(tmp_path, monkeypatch):
+    """tls.load_pair: a file gone between its read and Python's ssl check (a renewal removing
+    it) is a ValueError naming it, as a file missing before (ssl's own error names no file:
+    it said ``cannot read None``), so fetch() keeps the pair in force saying which file."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    real_read = tls._read
+    reads: list[Path] = []
+
+    def removed_after_the_read(path: Path) -> bytes:
+        data = real_read(path)
+        reads.append(path)
+        if len(reads) == 2:  # both read: the key goes before the check
+            key.unlink()
+        return data
+
+    monkeypatch.setattr(tls, "_read", removed_after_the_read)
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == f"cannot read {key}: No such file or directory"
+
+
 # ---- the metrics endpoint ---------------------------------------------------------------------
 
 def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
