@@ -433,3 +433,20 @@ def test_a_factory_raising_a_base_exception_of_its_own_is_a_factory_exception():
     assert (reply.action, reply.failure) == (None, "exception"), reply
     assert re.fullmatch(r"factory: Cancelled at test_runner\.py:\d+ in factory", reply.detail), reply
 
+
+@pytest.mark.parametrize("code, detail", [
+    (0, "SystemExit(0)"), (None, "SystemExit(None)"), (3, "SystemExit(3)"),
+    ("my hand is AS KS", "SystemExit with a str"), (["AS"], "SystemExit with a list"),
+])
+def test_an_in_process_sys_exit_is_described_by_its_status_never_by_its_message(code, detail):
+    """runner.py: "nothing a bot says is logged verbatim". ``sys.exit("my hand is AS KS")``
+    in an in-process bot (the arena, remote_bot, which prints the detail) is a crash whose
+    detail gives an exit status, and of a message only its type: it said
+    ``SystemExit('my hand is AS KS')``."""
+    class Exits:
+        def decide(self, request):
+            raise SystemExit(code)
+    reply = _runner(exits=lambda game_id: Exits()).decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0,
+                                                          in_process=True)
+    assert (reply.action, reply.failure, reply.detail) == (None, "crash", detail), reply
+    assert not HIDDEN.search(reply.detail), reply
