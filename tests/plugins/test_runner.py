@@ -450,3 +450,24 @@ def test_an_in_process_sys_exit_is_described_by_its_status_never_by_its_message(
                                                           in_process=True)
     assert (reply.action, reply.failure, reply.detail) == (None, "crash", detail), reply
     assert not HIDDEN.search(reply.detail), reply
+
+
+def test_an_in_process_bot_cannot_swallow_its_interruption_with_except_exception(monkeypatch, no_outer_alarm):
+    """runner._Interrupted is a BaseException: a bot whose ``except Exception`` wraps its
+    search (the usual guard) is still interrupted a second past its budget, not handed the
+    interruption as one more error to catch and go on from."""
+    import time as real_time
+
+    monkeypatch.setattr(runner_module, "INTERRUPT_AFTER", 0.05)
+
+    class Guarded:
+        def decide(self, request):
+            try:
+                real_time.sleep(30)
+            except Exception:
+                return request.legal[0]
+            return request.legal[1]
+    reply = _runner(guarded=lambda game_id: Guarded()).decide("guarded", "klaberjass", 0, VIEW, LEGAL, 1, 0.01,
+                                                              enforce_budget=True, in_process=True)
+    assert (reply.action, reply.failure) == (None, "timeout"), reply
+    assert reply.detail == "still running 0.1s past its budget (0.010s): interrupted", reply
