@@ -1026,6 +1026,34 @@ def test_a_file_removed_while_its_pair_is_checked_is_named(tmp_path, monkeypatch
     assert str(refused.value) == f"cannot read {key}: No such file or directory"
 
 
+def test_a_file_gone_for_a_moment_during_the_check_is_not_taken_unchecked(tmp_path, monkeypatch):
+    """tls.load_pair: a key removed between its read and Python's ssl check and back by the
+    time the error is looked into (a renewal's remove-then-write) is a ValueError: the files
+    changed while they were read; the pair read is not taken, since ssl never checked it."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    real_read = tls._read
+    reads: list[Path] = []
+
+    def gone_for_the_check(path: Path) -> bytes:
+        reads.append(path)
+        if len(reads) == 3:  # after ssl's failed check: the key is back
+            key.write_bytes(pem_key)
+        data = real_read(path)
+        if len(reads) == 2:  # both read: the key goes before the check
+            key.unlink()
+        return data
+
+    monkeypatch.setattr(tls, "_read", gone_for_the_check)
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == "the files changed while they were read (No such file or directory)"
+
+
 # ---- the metrics endpoint ---------------------------------------------------------------------
 
 def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
