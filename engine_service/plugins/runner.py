@@ -59,11 +59,24 @@ def describe_exception(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def describe_exit(exc: SystemExit) -> str:
+    """``SystemExit(3)``: the exit status, never a message (``sys.exit("my hand is AS KS")``
+    is the bot speaking), which is described by its type as an answer is."""
+    code = exc.code
+    if code is None or type(code) is int:
+        return f"SystemExit({code!r})"
+    return f"SystemExit with {_a(type(code).__name__)}"
+
+
 def describe_answer(answer: Any) -> str:
     if isinstance(answer, str):
         return f"a string of {len(answer)} characters that is not a legal action"
-    kind = type(answer).__name__
-    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}, not an action string"
+    return f"{_a(type(answer).__name__)}, not an action string"
+
+
+def _a(kind: str) -> str:
+    """A type's name after its article: ``a dict``, ``an int``."""
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 class BotRunner:
@@ -132,7 +145,7 @@ class BotRunner:
         except SystemExit as exc:
             if not in_process:
                 raise  # a worker process ends: the pool reports a crash
-            return Reply(None, CRASH, f"SystemExit({exc.code!r})", time.monotonic() - started,
+            return Reply(None, CRASH, describe_exit(exc), time.monotonic() - started,
                          time.thread_time() - cpu0)
         except KeyboardInterrupt:
             raise  # the user's Ctrl-C in the arena (a worker ignores SIGINT: there it is a crash)

@@ -60,7 +60,11 @@ def load_pair(cert: Path, key: Path) -> tuple[bytes, bytes]:
     except ssl.SSLError as exc:
         raise ValueError(f"not a usable certificate and private key ({exc.reason or exc})") from None
     except OSError as exc:
-        raise ValueError(f"cannot read {exc.filename}: {exc.strerror}") from None
+        # ssl's error names no file (its filename is None): read both again, and the one that
+        # cannot be read is named as _read names it; both there again, one went for a moment
+        for path in (cert, key):
+            _read(path)
+        raise ValueError(f"the files changed while they were read ({exc.strerror})") from None
     after = _read(cert), _read(key)
     if after != before:
         raise ValueError("the files changed while they were read")

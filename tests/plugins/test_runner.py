@@ -369,3 +369,105 @@ def test_an_in_process_bot_is_interrupted_one_second_past_its_budget(monkeypatch
         _REAL_SETITIMER(signal.ITIMER_REAL, 0)
     assert reply.action == LEGAL[0], reply
     assert armed == [pytest.approx(1.5), 0], armed
+
+
+class Undecided:
+    """A bot's own answer type whose name starts with a capital vowel."""
+
+
+@pytest.mark.parametrize("answer, detail", [
+    (None, "a NoneType, not an action string"),
+    (7, "an int, not an action string"),
+    (Undecided(), "an Undecided, not an action string"),
+    (["play:7S"], "a list, not an action string"),
+])
+def test_an_answer_that_is_no_string_is_described_by_its_type_with_its_article(answer, detail):
+    """docs/bots.md: ``bot_decision_failed``'s ``detail`` is "the kind of answer", never the
+    answer: its type's name, after "an" when the name starts with a vowel (in either case)."""
+    assert runner_module.describe_answer(answer) == detail
+
+
+def test_an_exception_never_raised_is_described_by_its_type_alone():
+    """describe_exception: "the innermost frame, never the message"; an exception without a
+    traceback (built, not raised: no frame to name) is its type, and still not its message,
+    which may name cards of the bot's hand."""
+    assert runner_module.describe_exception(ValueError("AS KS")) == "ValueError"
+
+
+def test_a_factory_that_makes_no_bot_is_a_factory_exception_and_is_asked_again():
+    """docs/bots.md: "a bot is any object with ``decide(request)``". A factory that made
+    something else (a forgotten ``return``, a ``decide`` that is not a method) is the
+    factory's fault, said before anything is asked of the object, and what it made is not
+    kept: the next decision asks the factory again."""
+    made: list[object] = []
+
+    class NotCallable:
+        decide = "play:7S"
+
+    def factory(game_id):
+        made.append(NotCallable())
+        return made[-1]
+
+    runner = _runner(careless=factory)
+    for _ in range(2):
+        reply = runner.decide("careless", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert (reply.action, reply.failure) == (None, "exception"), reply
+        assert re.fullmatch(r"factory: TypeError at runner\.py:\d+ in bot", reply.detail), reply
+    assert len(made) == 2
+    with pytest.raises(TypeError, match=r"^the factory of bot 'careless' made a NotCallable, which has no "
+                                        r"decide\(\) method$"):
+        runner.bot("careless", "klaberjass")
+
+
+def test_a_factory_raising_a_base_exception_of_its_own_is_a_factory_exception():
+    """docs/bots.md: a bot's raise is an ``exception`` "whatever it raises, a ``BaseException``
+    subclass such as ``asyncio.CancelledError`` included"; its factory's too (the factory runs
+    inside the first decision), never the end of the arena or of a worker."""
+    class Cancelled(BaseException):
+        pass
+
+    def factory(game_id):
+        raise Cancelled("AS")
+
+    reply = _runner(cancelled=factory).decide("cancelled", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+    assert (reply.action, reply.failure) == (None, "exception"), reply
+    assert re.fullmatch(r"factory: Cancelled at test_runner\.py:\d+ in factory", reply.detail), reply
+
+
+@pytest.mark.parametrize("code, detail", [
+    (0, "SystemExit(0)"), (None, "SystemExit(None)"), (3, "SystemExit(3)"),
+    ("my hand is AS KS", "SystemExit with a str"), (["AS"], "SystemExit with a list"),
+])
+def test_an_in_process_sys_exit_is_described_by_its_status_never_by_its_message(code, detail):
+    """runner.py: "nothing a bot says is logged verbatim". ``sys.exit("my hand is AS KS")``
+    in an in-process bot (the arena, remote_bot, which prints the detail) is a crash whose
+    detail gives an exit status, and of a message only its type: it said
+    ``SystemExit('my hand is AS KS')``."""
+    class Exits:
+        def decide(self, request):
+            raise SystemExit(code)
+    reply = _runner(exits=lambda game_id: Exits()).decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0,
+                                                          in_process=True)
+    assert (reply.action, reply.failure, reply.detail) == (None, "crash", detail), reply
+    assert not HIDDEN.search(reply.detail), reply
+
+
+def test_an_in_process_bot_cannot_swallow_its_interruption_with_except_exception(monkeypatch, no_outer_alarm):
+    """runner._Interrupted is a BaseException: a bot whose ``except Exception`` wraps its
+    search (the usual guard) is still interrupted a second past its budget, not handed the
+    interruption as one more error to catch and go on from."""
+    import time as real_time
+
+    monkeypatch.setattr(runner_module, "INTERRUPT_AFTER", 0.05)
+
+    class Guarded:
+        def decide(self, request):
+            try:
+                real_time.sleep(30)
+            except Exception:
+                return request.legal[0]
+            return request.legal[1]
+    reply = _runner(guarded=lambda game_id: Guarded()).decide("guarded", "klaberjass", 0, VIEW, LEGAL, 1, 0.01,
+                                                              enforce_budget=True, in_process=True)
+    assert (reply.action, reply.failure) == (None, "timeout"), reply
+    assert reply.detail == "still running 0.1s past its budget (0.010s): interrupted", reply

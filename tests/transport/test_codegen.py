@@ -139,6 +139,20 @@ def test_proto_files_are_the_apis_sorted() -> None:
     assert {"admin.proto", "card_games.proto", "cards.proto"} <= {p.name for p in files}
 
 
+def test_proto_files_are_the_proto_files_alone(tmp_path: Path, monkeypatch) -> None:
+    """codegen.proto_files: the API's .proto files, not what an editor or a patch left beside
+    them (``cards.proto.orig``, ``cards.proto~``, a ``.protobuf`` dump), which protoc would be
+    handed as .proto files."""
+    root = tmp_path / "proto"
+    shutil.copytree(codegen.PROTO_ROOT, root)
+    package = root / codegen.PROTO_PACKAGE
+    for leftover in ("cards.proto.orig", "cards.proto~", "api.protobuf", "README.md"):
+        (package / leftover).write_text("not a proto\n")
+    monkeypatch.setattr(codegen, "PROTO_ROOT", root)
+    assert [p.name for p in codegen.proto_files()] == sorted(
+        p.name for p in (codegen.REPO / "proto" / codegen.PROTO_PACKAGE).glob("*.proto"))
+
+
 def test_generate_creates_or_empties_its_output_and_returns_its_files(tmp_path: Path) -> None:
     """codegen.generate writes the package into ``out``, "created or emptied": a directory
     whose parents do not exist yet is made, a file an earlier run (or anything else) left there

@@ -868,6 +868,192 @@ def test_a_renewal_that_keeps_the_files_sizes_is_taken(tmp_path, how):
     assert watched.fetch() is None  # taken once
 
 
+def _kubernetes_secret(folder: Path, version: str, pem_cert: bytes, pem_key: bytes) -> None:
+    """A Secret's files as the kubelet writes them (its atomic writer): the data in a new
+    ``..VERSION`` directory, ``..data`` a link to it renamed into place, and ``tls.crt`` and
+    ``tls.key`` links through ``..data`` that never change themselves."""
+    data = folder / f"..{version}"
+    data.mkdir()
+    (data / "tls.crt").write_bytes(pem_cert)
+    (data / "tls.key").write_bytes(pem_key)
+    link = folder / "..data_tmp"
+    link.symlink_to(data.name)
+    os.replace(link, folder / "..data")
+    for name in ("tls.crt", "tls.key"):
+        if not (folder / name).is_symlink():
+            (folder / name).symlink_to(f"..data/{name}")
+
+
+def test_a_renewal_of_a_kubernetes_secret_through_its_links_is_taken(tmp_path):
+    """tls.py: cert-manager rewrites a Kubernetes Secret's files; the kubelet swaps the
+    ``..data`` link, so the ``tls.crt`` and ``tls.key`` links stay as they were and only the
+    files they lead to are new. A file's state is that of the file the path leads to (``stat``,
+    not ``lstat``), so the renewal is taken."""
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    mount = tmp_path / "secret"
+    mount.mkdir()
+    _kubernetes_secret(mount, "2026_01", *old)
+    files = CertificateFiles(mount / "tls.crt", mount / "tls.key")
+    assert files.fetch() is None
+    _kubernetes_secret(mount, "2026_02", *new)
+    assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+    assert files._pair == new
+
+
+def test_a_rewrite_in_place_that_keeps_the_modification_time_but_not_the_size_is_taken(tmp_path):
+    """tls.py: a file's state is its inode, size *and* modification time. A file rewritten in
+    place (the same inode) whose modification time was put back (a copy that preserves times
+    over the old file) but whose size changed is a new state, and the renewal is taken."""
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    files, cert, key = _files_in_force(tmp_path, _padded(old[0]), old[1])
+    for path, data in ((cert, _padded(new[0], 4000)), (key, new[1])):
+        was = path.stat()
+        with open(path, "r+b") as f:
+            f.write(data)
+            f.truncate()
+        os.utime(path, ns=(was.st_atime_ns, was.st_mtime_ns))
+        assert (path.stat().st_ino, path.stat().st_mtime_ns) == (was.st_ino, was.st_mtime_ns)
+    assert cert.stat().st_size != 4096
+    assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+    assert files._pair == (_padded(new[0], 4000), new[1])
+
+
+def test_files_in_the_state_already_taken_are_not_read_again(tmp_path, monkeypatch):
+    """tls.py: at each handshake the files are read only when they changed, "a ``stat`` of
+    each otherwise": neither the pair in force at start nor a renewal once taken is read and
+    checked again at every new connection."""
+    from engine_service.transport import tls
+
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    files, cert, key = _files_in_force(tmp_path, *old)
+    loads: list[tuple[Path, Path]] = []
+    real_load = tls.load_pair
+    monkeypatch.setattr(tls, "load_pair", lambda c, k: loads.append((c, k)) or real_load(c, k))
+    assert files.fetch() is None and files.fetch() is None
+    assert loads == []
+    _replace(cert, new[0])
+    _replace(key, new[1])
+    assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+    assert files.fetch() is None and files.fetch() is None
+    assert loads == [(cert, key)]
+
+
+def test_the_reload_lines_name_both_files_at_their_levels(tmp_path):
+    """docs/operations.md, Logs: ``tls_certificate_reloaded`` (info) and ``tls_reload_failed``
+    (warning), with ``cert``, ``key`` and (a failure) the ``error`` saying why."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    old, new = _pair(tmp_path, "old"), _pair(tmp_path, "new")
+    files, cert, key = _files_in_force(tmp_path, *old)
+    with capture_logs_with_context() as logs:
+        _replace(key, new[1])
+        assert files.fetch() is None
+        _replace(cert, new[0])
+        assert files.fetch() is not None
+    failed, reloaded = logs
+    assert {k: failed[k] for k in ("event", "log_level", "cert", "key", "error")} == {
+        "event": "tls_reload_failed", "log_level": "warning", "cert": str(cert), "key": str(key),
+        "error": "not a usable certificate and private key (KEY_VALUES_MISMATCH)"}
+    assert reloaded == {"event": "tls_certificate_reloaded", "log_level": "info", "cert": str(cert),
+                        "key": str(key)}
+
+
+@pytest.mark.parametrize("which, how, reason", [
+    ("key", "removed", "No such file or directory"),
+    ("cert", "a link to itself", "Too many levels of symbolic links"),
+])
+def test_a_file_that_cannot_be_looked_at_is_named_in_the_warning(tmp_path, which, how, reason):
+    """docs/operations.md, TLS: until both files make a pair the engine serves the pair it
+    has, and ``tls_reload_failed``'s ``error`` says why: which file cannot be read and the
+    system's reason, the key as well as the certificate, a link that loops as well as a file
+    missing."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    files, cert, key = _files_in_force(tmp_path, *_pair(tmp_path, "only"))
+    path = {"cert": cert, "key": key}[which]
+    with capture_logs_with_context() as logs:
+        path.unlink()
+        if how == "a link to itself":
+            path.symlink_to(path.name)
+        assert files.fetch() is None
+    assert [(e["event"], e["error"]) for e in logs] == [("tls_reload_failed", f"cannot read {path}: {reason}")]
+
+
+def test_a_certificate_replaced_by_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
+    """docs/operations.md, TLS: a certificate that is not a regular file (a pipe) is refused;
+    the files are read again by name at every renewal, so a pipe is refused before it is read
+    (it would block the handshake's thread until something wrote to it)."""
+    import threading
+
+    from tests.sessions.helpers import capture_logs_with_context
+
+    files, cert, key = _files_in_force(tmp_path, *_pair(tmp_path, "only"))
+    cert.unlink()
+    os.mkfifo(cert)
+    fetched: list = []
+    with capture_logs_with_context() as logs:
+        thread = threading.Thread(target=lambda: fetched.append(files.fetch()), daemon=True)
+        thread.start()
+        thread.join(30)
+    assert fetched == [None], "fetch() is still waiting for a writer"
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("tls_reload_failed", f"{cert}: a pipe, not a regular file")]
+
+
+def test_a_file_removed_while_its_pair_is_checked_is_named(tmp_path, monkeypatch):
+    """tls.load_pair: a file gone between its read and Python's ssl check (a renewal removing
+    it) is a ValueError naming it, as a file missing before (ssl's own error names no file:
+    it said ``cannot read None``), so fetch() keeps the pair in force saying which file."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    real_read = tls._read
+    reads: list[Path] = []
+
+    def removed_after_the_read(path: Path) -> bytes:
+        data = real_read(path)
+        reads.append(path)
+        if len(reads) == 2:  # both read: the key goes before the check
+            key.unlink()
+        return data
+
+    monkeypatch.setattr(tls, "_read", removed_after_the_read)
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == f"cannot read {key}: No such file or directory"
+
+
+def test_a_file_gone_for_a_moment_during_the_check_is_not_taken_unchecked(tmp_path, monkeypatch):
+    """tls.load_pair: a key removed between its read and Python's ssl check and back by the
+    time the error is looked into (a renewal's remove-then-write) is a ValueError: the files
+    changed while they were read; the pair read is not taken, since ssl never checked it."""
+    from engine_service.transport import tls
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    cert.write_bytes(pem_cert)
+    key.write_bytes(pem_key)
+    real_read = tls._read
+    reads: list[Path] = []
+
+    def gone_for_the_check(path: Path) -> bytes:
+        reads.append(path)
+        if len(reads) == 3:  # after ssl's failed check: the key is back
+            key.write_bytes(pem_key)
+        data = real_read(path)
+        if len(reads) == 2:  # both read: the key goes before the check
+            key.unlink()
+        return data
+
+    monkeypatch.setattr(tls, "_read", gone_for_the_check)
+    with pytest.raises(ValueError) as refused:
+        tls.load_pair(cert, key)
+    assert str(refused.value) == "the files changed while they were read (No such file or directory)"
+
+
 # ---- the metrics endpoint ---------------------------------------------------------------------
 
 def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
