@@ -315,6 +315,52 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_touch_absences_touches_every_away_seat_listed_after_one_not_away(kind, make):
+    """touch_absences moves away_seen of each listed seat recorded away, wherever it is in the
+    list: a seat not recorded away before it (or a match not stored) is left alone and the
+    seats after it are still touched, in this match and in another (Store.touch_absences: one
+    heartbeat covers every away seat of the engine)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_absence("m1", 1, 100.0)
+        await st.save_absence("m2", 1, 50.0, taken_over=True)
+        await st.touch_absences([("m1", 0), ("m1", 1), ("m2", 0), ("nope", 0), ("m2", 1)], 130.0)
+        got = [await st.load_match(m) for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in m1.record.seats] == [
+        (None, None, False), (100.0, 130.0, False)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in m2.record.seats] == [
+        (None, None, False), (50.0, 130.0, True)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_seats_taken_over_flag_reads_back_a_bool_whatever_falsy_value_was_saved(kind, make):
+    """SeatRecord.taken_over is a bool: save_absence given a falsy value that is not False (0,
+    None) stores and reads back False, and a truthy one True, from every store (the SQL stores
+    write bool(taken_over) into a boolean column; the memory store kept a 0 as 0). The flag
+    takes no part in a seat's comparison (compare=False), so only its type tells."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(seats=3))
+        await st.save_absence("m1", 0, 100.0, taken_over=0)
+        await st.save_absence("m1", 1, 100.0, taken_over=None)
+        await st.save_absence("m1", 2, 100.0, taken_over=1)
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    flags = [s.taken_over for s in run(go()).record.seats]
+    assert flags == [False, False, True] and [type(f) for f in flags] == [bool] * 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kind, make):
     """save_seat and start_match with seat -1 or 2 of a two-seat match are UnknownMatch and
     write nothing: not a seat row of its own (the SQL stores' upsert added one, and the match
@@ -431,6 +477,30 @@ def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_
     again = run(go())
     assert dict(again.record.options) == {"kl_target_score": 300}
     assert dict(again.record.result) == {"winners": [0]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_set_status_writes_the_result_end_time_and_commitments_it_is_given_and_keeps_none_from_before(kind, make):
+    """set_status replaces the match's status, result, end time and deals' commitments with the
+    ones it is given (Store.set_status), as the SQL stores' UPDATE of those columns does: a
+    later call without a result or an end time leaves none of the earlier ones, and an empty
+    result is read back empty, not as the earlier one."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        for match_id in ("m1", "m2"):
+            await st.set_status(match_id, "finished", {"winners": [0]}, 9.0, ("c0",))
+        await st.set_status("m1", "active")
+        await st.set_status("m2", "terminated", {}, 10.0)
+        got = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert (m1.status, m1.result, m1.ended_at, tuple(m1.deal_commitments)) == ("active", None, None, ())
+    assert (m2.status, dict(m2.result), m2.ended_at, tuple(m2.deal_commitments)) == ("terminated", {}, 10.0, ())
 
 
 @pytest.mark.parametrize("kind", KINDS)
