@@ -1129,6 +1129,39 @@ def test_a_match_refused_for_a_later_seats_token_claims_none_of_its_seats_tokens
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_start_may_give_a_seat_the_token_hash_a_seat_listed_before_it_gives_up(kind, make):
+    """start_match writes its seats one after another in one transaction, under the unique
+    index on the token hash (store/base.py): a hash that a seat listed earlier in the call
+    gives up is free for a seat listed after it, and the start goes through; listed the other
+    way round, the hash is still held when the later seat asks for it, and the start is refused
+    and writes nothing. The memory store (SQLite's exact semantics, its docstring) checked
+    every seat against the hashes held before the call, and refused the first order too."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        results = {}
+        for match_id, order in (("m1", "given up first"), ("m2", "asked first")):
+            await st.create_match(record(match_id, seats=3))
+            await st.save_seat(match_id, SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t1"))
+            gives_up = SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t9")
+            takes = SeatRecord(seat=0, player_name="ann", token_hash=f"{match_id}-t1")
+            seats = [gives_up, takes] if order == "given up first" else [takes, gives_up]
+            try:
+                await st.start_match(match_id, seats, [DECK0])
+                outcome = "started"
+            except StoreError as exc:
+                outcome = type(exc).__name__
+            got = (await st.load_match(match_id)).record
+            results[order] = outcome, got.status, [s.token_hash for s in got.seats]
+        await st.close()
+        return results
+
+    results = run(go())
+    assert results == {"given up first": ("started", "active", ["m1-t1", "m1-t9", ""]),
+                       "asked first": ("StoreError", "waiting", ["", "m2-t1", ""])}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_listing_filters_and_orders(kind, make):
     async def go():
         st = make(kind)
