@@ -361,6 +361,31 @@ def test_a_seats_taken_over_flag_reads_back_a_bool_whatever_falsy_value_was_save
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_absence_at_time_zero_is_an_absence(kind, make):
+    """save_absence's times are numbers, 0.0 among them: ``away_since`` 0.0 is an absence (only
+    None says the player is back), so the seat may be taken over, and ``away_seen`` 0.0 is
+    the time given (only None defaults it to ``away_since``); touch_absences moves it. A
+    store testing the times for truth instead of None took 0.0 for no time."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.save_absence("m1", 0, 0.0, taken_over=True)
+        await st.save_absence("m1", 1, 5.0, away_seen=0.0)
+        saved = await st.load_match("m1")
+        await st.touch_absences([("m1", 0)], 7.0)
+        touched = await st.load_match("m1")
+        await st.close()
+        return saved, touched
+
+    saved, touched = run(go())
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in saved.record.seats] == [
+        (0.0, 0.0, True), (5.0, 0.0, False)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
+        (0.0, 7.0, True), (5.0, 0.0, False)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kind, make):
     """save_seat and start_match with seat -1 or 2 of a two-seat match are UnknownMatch and
     write nothing: not a seat row of its own (the SQL stores' upsert added one, and the match
@@ -449,6 +474,37 @@ def test_a_seat_kind_is_open_or_bot_exactly(kind, make):
     refused, seats = run(go())
     assert refused == ["player", "auto", "Open", "BOT", ""]
     assert [s.kind for s in seats] == ["open", "bot"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_match_status_is_one_of_the_four_exactly(kind, make):
+    """A match's status is one of STATUSES exactly (the schema's CHECK, case and all): not
+    "Finished", not " active", not empty, whether set_status, create_match or an append's end
+    writes it; nothing of the refused call is written. The memory store keeps SQLite's
+    semantics: a check that ignored case or spaces, or let an empty status by, was not seen by
+    test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_nothing, whose
+    refused statuses are "paused" and "over"."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(status="active"))
+        refused = []
+        for status in ("Finished", " active", "active ", ""):
+            calls = (lambda: st.set_status("m1", status, {"winners": [0]}, 9.0),
+                     lambda: st.create_match(record("m2", status=status)),
+                     lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [], replace(END, status=status)))
+            for call in calls:
+                try:
+                    await call()
+                except StoreError:
+                    refused.append(status)
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return refused, got
+
+    refused, (m1, m2) = run(go())
+    assert refused == [s for s in ("Finished", " active", "active ", "") for _ in range(3)]
+    assert (m1.record.status, m1.record.result, m1.actions, m2) == ("active", None, (), None)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -798,6 +854,34 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_deck_for_a_deal_that_has_one_is_a_plain_store_error(kind, make):
+    """A deck for a deal that has one, whichever write brings it (create_match, start_match,
+    append_action, append_decks), is refused as a StoreError of no narrower kind, from every
+    store alike: not a SequenceConflict, which tells the session layer that another writer
+    appended first (a conflict it settles by reading the match back), nor another refusal it
+    acts on (UnknownMatch, MatchExists, DuplicateClientAction...)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        calls = (lambda: st.create_match(record("m2", created_at=2.0), [DECK0, DECK0]),
+                 lambda: st.start_match("m1", [LAST], [DECK0]),
+                 lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [DeckRecord(0, ("AS",))]),
+                 lambda: st.append_decks("m1", [DECK1, DECK0]))
+        errors = []
+        for call in calls:
+            with pytest.raises(StoreError) as info:
+                await call()
+            errors.append(info.value)
+        await st.close()
+        return errors
+
+    errors = run(go())
+    assert [type(e) for e in errors] == [StoreError] * 4, errors
+    assert all("has a deck for deal" in str(e) for e in errors), errors
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
     """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
     writes nothing and only looks the match up): a caller resuming a deal on a match that was
@@ -844,6 +928,31 @@ def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kin
     m1, twins_match = run(go())
     assert twins_match is None
     assert (m1.record.status, m1.record.seats[1], m1.actions, m1.decks) == ("waiting", SeatRecord(seat=1), (), (DECK0,))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_match_refused_for_two_decks_of_one_deal_claims_none_of_its_hashes(kind, make):
+    """A create_match refused for its decks (two for one deal) writes nothing, its seats' token
+    hashes and its create hash included (Store: one transaction per call): another match may
+    be created with them at once. The memory store claimed its seats' hashes before it checked
+    the decks, and would have kept them for a match that does not exist."""
+    twins = [DECK1, DeckRecord(1, ("AS",))]
+    seats = (SeatRecord(seat=0, player_name="ann", token_hash="t-twins", joined_at=1.0), SeatRecord(seat=1))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("twins"), seats=seats, create_hash="c-twins"), twins)
+        refused = await st.load_match("twins"), await st.find_created("c-twins")
+        await st.create_match(replace(record("m2"), seats=seats, create_hash="c-twins", create_digest="d2"), [DECK0])
+        got = await st.load_match("m2"), await st.find_created("c-twins")
+        await st.close()
+        return refused, got
+
+    refused, (m2, found) = run(go())
+    assert refused == (None, None)
+    assert m2.record.seats == seats and found == ("m2", "d2")
 
 
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
