@@ -1271,6 +1271,35 @@ def test_a_start_may_give_a_seat_the_token_hash_a_seat_listed_before_it_gives_up
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_starts_seats_are_checked_in_order_a_seat_listed_twice_included(kind, make):
+    """start_match's seats take and give up token hashes in the order listed (one update after
+    another in the SQL stores' transaction): a seat that keeps its hash still holds it when a
+    later seat asks for it (refused, and nothing written: not the first seat's new name
+    either), and a seat listed twice gives up, at its second entry, the hash its first entry
+    took, which a seat after it may then take."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for match_id in ("m1", "m2"):
+            await st.create_match(record(match_id, seats=3))
+            await st.save_seat(match_id, SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t1"))
+        with pytest.raises(StoreError):
+            await st.start_match("m1", [SeatRecord(seat=1, player_name="bobby", token_hash="m1-t1"),
+                                        SeatRecord(seat=0, player_name="ann", token_hash="m1-t1")])
+        await st.start_match("m2", [SeatRecord(seat=1, player_name="bob", token_hash="m2-t9"),
+                                    SeatRecord(seat=1, player_name="bob", token_hash="m2-t8"),
+                                    SeatRecord(seat=0, player_name="ann", token_hash="m2-t9")])
+        got = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert (m1.status, [(s.player_name, s.token_hash) for s in m1.seats]) == (
+        "waiting", [("", ""), ("bob", "m1-t1"), ("", "")])
+    assert (m2.status, [s.token_hash for s in m2.seats]) == ("active", ["m2-t9", "m2-t8", ""])
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_listing_filters_and_orders(kind, make):
     async def go():
         st = make(kind)
