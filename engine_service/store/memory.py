@@ -88,17 +88,25 @@ class MemoryStore(Store):
             raise UnknownMatch(f"no match {match_id!r}") from None
 
     def _check_tokens(self, match_id: str, seats: Sequence[SeatRecord]) -> None:
-        """Refuse seats whose token hash another seat holds, or another of ``seats`` repeats,
-        before any of them is claimed: a write of several seats (create_match, start_match) is
-        all or nothing, as in one SQL transaction under the unique index on the hash."""
-        claimed: dict[str, tuple[str, int]] = {}
+        """Refuse seats whose token hash another seat holds when its turn comes, or another of
+        ``seats`` took before it, before any of them is claimed: a write of several seats
+        (create_match, start_match) is all or nothing, as in one SQL transaction under the
+        unique index on the hash, whose seat updates run in order: a hash that a seat listed
+        earlier gives up is free for a seat listed after it (checked against the hashes held
+        before the call, that start was refused here and accepted by the SQL stores)."""
+        row = self._rows.get(match_id)  # None: a new match, whose seats hold no hash yet
+        holds: dict[int, str] = {}  # a seat's hash as the seats checked so far leave it
+        owners: dict[str, tuple[str, int] | None] = {}  # a hash's holder as they leave it
         for s in seats:
-            if not s.token_hash:
-                continue
-            owner = claimed.get(s.token_hash) or self._tokens.get(s.token_hash)
-            if owner is not None and owner != (match_id, s.seat):
-                raise StoreError(f"seat {s.seat} of match {match_id!r}: its token hash is another seat's")
-            claimed[s.token_hash] = (match_id, s.seat)
+            old = holds[s.seat] if s.seat in holds else row.record.seats[s.seat].token_hash if row else ""
+            if s.token_hash:
+                owner = owners[s.token_hash] if s.token_hash in owners else self._tokens.get(s.token_hash)
+                if owner is not None and owner != (match_id, s.seat):
+                    raise StoreError(f"seat {s.seat} of match {match_id!r}: its token hash is another seat's")
+                owners[s.token_hash] = (match_id, s.seat)
+            if old and old != s.token_hash:
+                owners[old] = None
+            holds[s.seat] = s.token_hash
 
     @staticmethod
     def _check_decks(match_id: str, row: _Row, decks: Sequence[DeckRecord]) -> None:

@@ -315,6 +315,77 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_touch_absences_touches_every_away_seat_listed_after_one_not_away(kind, make):
+    """touch_absences moves away_seen of each listed seat recorded away, wherever it is in the
+    list: a seat not recorded away before it (or a match not stored) is left alone and the
+    seats after it are still touched, in this match and in another (Store.touch_absences: one
+    heartbeat covers every away seat of the engine)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_absence("m1", 1, 100.0)
+        await st.save_absence("m2", 1, 50.0, taken_over=True)
+        await st.touch_absences([("m1", 0), ("m1", 1), ("m2", 0), ("nope", 0), ("m2", 1)], 130.0)
+        got = [await st.load_match(m) for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in m1.record.seats] == [
+        (None, None, False), (100.0, 130.0, False)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in m2.record.seats] == [
+        (None, None, False), (50.0, 130.0, True)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_seats_taken_over_flag_reads_back_a_bool_whatever_falsy_value_was_saved(kind, make):
+    """SeatRecord.taken_over is a bool: save_absence given a falsy value that is not False (0,
+    None) stores and reads back False, and a truthy one True, from every store (the SQL stores
+    write bool(taken_over) into a boolean column; the memory store kept a 0 as 0). The flag
+    takes no part in a seat's comparison (compare=False), so only its type tells."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(seats=3))
+        await st.save_absence("m1", 0, 100.0, taken_over=0)
+        await st.save_absence("m1", 1, 100.0, taken_over=None)
+        await st.save_absence("m1", 2, 100.0, taken_over=1)
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    flags = [s.taken_over for s in run(go()).record.seats]
+    assert flags == [False, False, True] and [type(f) for f in flags] == [bool] * 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_absence_at_time_zero_is_an_absence(kind, make):
+    """save_absence's times are numbers, 0.0 among them: ``away_since`` 0.0 is an absence (only
+    None says the player is back), so the seat may be taken over, and ``away_seen`` 0.0 is
+    the time given (only None defaults it to ``away_since``); touch_absences moves it. A
+    store testing the times for truth instead of None took 0.0 for no time."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.save_absence("m1", 0, 0.0, taken_over=True)
+        await st.save_absence("m1", 1, 5.0, away_seen=0.0)
+        saved = await st.load_match("m1")
+        await st.touch_absences([("m1", 0)], 7.0)
+        touched = await st.load_match("m1")
+        await st.close()
+        return saved, touched
+
+    saved, touched = run(go())
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in saved.record.seats] == [
+        (0.0, 0.0, True), (5.0, 0.0, False)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
+        (0.0, 7.0, True), (5.0, 0.0, False)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kind, make):
     """save_seat and start_match with seat -1 or 2 of a two-seat match are UnknownMatch and
     write nothing: not a seat row of its own (the SQL stores' upsert added one, and the match
@@ -406,6 +477,37 @@ def test_a_seat_kind_is_open_or_bot_exactly(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_status_is_one_of_the_four_exactly(kind, make):
+    """A match's status is one of STATUSES exactly (the schema's CHECK, case and all): not
+    "Finished", not " active", not empty, whether set_status, create_match or an append's end
+    writes it; nothing of the refused call is written. The memory store keeps SQLite's
+    semantics: a check that ignored case or spaces, or let an empty status by, was not seen by
+    test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_nothing, whose
+    refused statuses are "paused" and "over"."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(status="active"))
+        refused = []
+        for status in ("Finished", " active", "active ", ""):
+            calls = (lambda: st.set_status("m1", status, {"winners": [0]}, 9.0),
+                     lambda: st.create_match(record("m2", status=status)),
+                     lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [], replace(END, status=status)))
+            for call in calls:
+                try:
+                    await call()
+                except StoreError:
+                    refused.append(status)
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return refused, got
+
+    refused, (m1, m2) = run(go())
+    assert refused == [s for s in ("Finished", " active", "active ", "") for _ in range(3)]
+    assert (m1.record.status, m1.record.result, m1.actions, m2) == ("active", None, (), None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
@@ -431,6 +533,30 @@ def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_
     again = run(go())
     assert dict(again.record.options) == {"kl_target_score": 300}
     assert dict(again.record.result) == {"winners": [0]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_set_status_writes_the_result_end_time_and_commitments_it_is_given_and_keeps_none_from_before(kind, make):
+    """set_status replaces the match's status, result, end time and deals' commitments with the
+    ones it is given (Store.set_status), as the SQL stores' UPDATE of those columns does: a
+    later call without a result or an end time leaves none of the earlier ones, and an empty
+    result is read back empty, not as the earlier one."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        for match_id in ("m1", "m2"):
+            await st.set_status(match_id, "finished", {"winners": [0]}, 9.0, ("c0",))
+        await st.set_status("m1", "active")
+        await st.set_status("m2", "terminated", {}, 10.0)
+        got = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert (m1.status, m1.result, m1.ended_at, tuple(m1.deal_commitments)) == ("active", None, None, ())
+    assert (m2.status, dict(m2.result), m2.ended_at, tuple(m2.deal_commitments)) == ("terminated", {}, 10.0, ())
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -728,6 +854,34 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_deck_for_a_deal_that_has_one_is_a_plain_store_error(kind, make):
+    """A deck for a deal that has one, whichever write brings it (create_match, start_match,
+    append_action, append_decks), is refused as a StoreError of no narrower kind, from every
+    store alike: not a SequenceConflict, which tells the session layer that another writer
+    appended first (a conflict it settles by reading the match back), nor another refusal it
+    acts on (UnknownMatch, MatchExists, DuplicateClientAction...)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        calls = (lambda: st.create_match(record("m2", created_at=2.0), [DECK0, DECK0]),
+                 lambda: st.start_match("m1", [LAST], [DECK0]),
+                 lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [DeckRecord(0, ("AS",))]),
+                 lambda: st.append_decks("m1", [DECK1, DECK0]))
+        errors = []
+        for call in calls:
+            with pytest.raises(StoreError) as info:
+                await call()
+            errors.append(info.value)
+        await st.close()
+        return errors
+
+    errors = run(go())
+    assert [type(e) for e in errors] == [StoreError] * 4, errors
+    assert all("has a deck for deal" in str(e) for e in errors), errors
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
     """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
     writes nothing and only looks the match up): a caller resuming a deal on a match that was
@@ -774,6 +928,31 @@ def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kin
     m1, twins_match = run(go())
     assert twins_match is None
     assert (m1.record.status, m1.record.seats[1], m1.actions, m1.decks) == ("waiting", SeatRecord(seat=1), (), (DECK0,))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_match_refused_for_two_decks_of_one_deal_claims_none_of_its_hashes(kind, make):
+    """A create_match refused for its decks (two for one deal) writes nothing, its seats' token
+    hashes and its create hash included (Store: one transaction per call): another match may
+    be created with them at once. The memory store claimed its seats' hashes before it checked
+    the decks, and would have kept them for a match that does not exist."""
+    twins = [DECK1, DeckRecord(1, ("AS",))]
+    seats = (SeatRecord(seat=0, player_name="ann", token_hash="t-twins", joined_at=1.0), SeatRecord(seat=1))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("twins"), seats=seats, create_hash="c-twins"), twins)
+        refused = await st.load_match("twins"), await st.find_created("c-twins")
+        await st.create_match(replace(record("m2"), seats=seats, create_hash="c-twins", create_digest="d2"), [DECK0])
+        got = await st.load_match("m2"), await st.find_created("c-twins")
+        await st.close()
+        return refused, got
+
+    refused, (m2, found) = run(go())
+    assert refused == (None, None)
+    assert m2.record.seats == seats and found == ("m2", "d2")
 
 
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
@@ -1056,6 +1235,68 @@ def test_a_match_refused_for_a_later_seats_token_claims_none_of_its_seats_tokens
     assert started.record.status == "waiting" and started.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
     assert m2.record.seats[0].token_hash == "fresh"
     assert [s.token_hash for s in m0.record.seats] == ["held", "twice"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_start_may_give_a_seat_the_token_hash_a_seat_listed_before_it_gives_up(kind, make):
+    """start_match writes its seats one after another in one transaction, under the unique
+    index on the token hash (store/base.py): a hash that a seat listed earlier in the call
+    gives up is free for a seat listed after it, and the start goes through; listed the other
+    way round, the hash is still held when the later seat asks for it, and the start is refused
+    and writes nothing. The memory store (SQLite's exact semantics, its docstring) checked
+    every seat against the hashes held before the call, and refused the first order too."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        results = {}
+        for match_id, order in (("m1", "given up first"), ("m2", "asked first")):
+            await st.create_match(record(match_id, seats=3))
+            await st.save_seat(match_id, SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t1"))
+            gives_up = SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t9")
+            takes = SeatRecord(seat=0, player_name="ann", token_hash=f"{match_id}-t1")
+            seats = [gives_up, takes] if order == "given up first" else [takes, gives_up]
+            try:
+                await st.start_match(match_id, seats, [DECK0])
+                outcome = "started"
+            except StoreError as exc:
+                outcome = type(exc).__name__
+            got = (await st.load_match(match_id)).record
+            results[order] = outcome, got.status, [s.token_hash for s in got.seats]
+        await st.close()
+        return results
+
+    results = run(go())
+    assert results == {"given up first": ("started", "active", ["m1-t1", "m1-t9", ""]),
+                       "asked first": ("StoreError", "waiting", ["", "m2-t1", ""])}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_starts_seats_are_checked_in_order_a_seat_listed_twice_included(kind, make):
+    """start_match's seats take and give up token hashes in the order listed (one update after
+    another in the SQL stores' transaction): a seat that keeps its hash still holds it when a
+    later seat asks for it (refused, and nothing written: not the first seat's new name
+    either), and a seat listed twice gives up, at its second entry, the hash its first entry
+    took, which a seat after it may then take."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for match_id in ("m1", "m2"):
+            await st.create_match(record(match_id, seats=3))
+            await st.save_seat(match_id, SeatRecord(seat=1, player_name="bob", token_hash=f"{match_id}-t1"))
+        with pytest.raises(StoreError):
+            await st.start_match("m1", [SeatRecord(seat=1, player_name="bobby", token_hash="m1-t1"),
+                                        SeatRecord(seat=0, player_name="ann", token_hash="m1-t1")])
+        await st.start_match("m2", [SeatRecord(seat=1, player_name="bob", token_hash="m2-t9"),
+                                    SeatRecord(seat=1, player_name="bob", token_hash="m2-t8"),
+                                    SeatRecord(seat=0, player_name="ann", token_hash="m2-t9")])
+        got = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        await st.close()
+        return got
+
+    m1, m2 = run(go())
+    assert (m1.status, [(s.player_name, s.token_hash) for s in m1.seats]) == (
+        "waiting", [("", ""), ("bob", "m1-t1"), ("", "")])
+    assert (m2.status, [s.token_hash for s in m2.seats]) == ("active", ["m2-t9", "m2-t8", ""])
 
 
 @pytest.mark.parametrize("kind", KINDS)
