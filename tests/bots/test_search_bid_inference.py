@@ -427,3 +427,42 @@ def test_a_small_deal_bid_with_inference_and_no_sampled_world_is_answered_by_the
     monkeypatch.setattr(bot.game, "determinize", gives_up)
     assert bot.decide(request(state)) == make_heuristic("georgian_joker").decide(request(state))
     assert bot.fallbacks == 1
+
+
+def test_the_model_puts_back_a_seats_cards_of_the_finished_tricks_and_the_trick_in_progress():
+    """GJ-11.1 (every played card is public, with its player): a bidder's bid-time hand is the
+    world's hand plus every card the view shows it played, from the finished tricks
+    (``table.tricks``) and from the trick in progress (``trick``) alike. Found by mutation
+    testing: a card of the trick in progress replacing the seat's earlier cards survived."""
+    state = deal("georgian_joker", {0: ["QS", "9S", "KH"], 1: ["X1", "AC", "7D"]}, fixed={12: "9C"},
+                 first_dealer=2, deal_number=3)
+    for seat, bid in ((1, "bid:1"), (2, "bid:0"), (3, "bid:1"), (0, "bid:0")):
+        state.apply(bid, seat)
+    cards: dict[int, list[str]] = {s: [] for s in range(4)}
+    for _ in range(6):  # the first trick and two cards of the second
+        req = request(state)
+        cards[req.seat].append(req.legal[0].split(":")[1])
+        state.apply(req.legal[0], req.seat)
+    view = request(state).view
+    assert len(view["table"]["tricks"]) == 1 and len(view["trick"]) == 2
+    twice = [s for s in range(4) if len(cards[s]) == 2 and s != view["seat"]]
+    assert len(twice) == 2  # the second trick's leader and the seat after it
+    played = {s: sorted(codes_of(m)) for s, _, _, m in B.BidModel(view).bidders}
+    assert played == {s: sorted(cards[s]) for s in range(4) if s != view["seat"]}
+
+
+def test_a_view_without_the_deal_size_the_forehand_or_the_four_bids_has_nothing_to_infer():
+    """The model reads the deal size (``cards_per_player``), the forehand and the four bid
+    slots (``table.bids``, in seat order) from the view; a view that lacks one of them gives no
+    bidder (a falsy model: the search keeps its uniform worlds), rather than guessing a deal
+    size or failing. Found by mutation testing: each of the three guards dropped, and a deal
+    size of 3 assumed when none is given, survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    assert B.BidModel(view)  # the complete view: three opponents' bids
+    for key, value in (("cards_per_player", None), ("forehand", None), ("bids", [3, 0, 0])):
+        table = dict(view["table"], **{key: value})
+        assert not B.BidModel(dict(view, table=table)), key
+    table = dict(view["table"])
+    del table["cards_per_player"]
+    assert not B.BidModel(dict(view, table=table))
+
