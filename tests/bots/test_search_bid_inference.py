@@ -466,3 +466,73 @@ def test_a_view_without_the_deal_size_the_forehand_or_the_four_bids_has_nothing_
     del table["cards_per_player"]
     assert not B.BidModel(dict(view, table=table))
 
+
+def test_inferred_worlds_weigh_by_the_views_one_model_when_none_is_given():
+    """``inferred_worlds``' docstring: each candidate weighted by ``model`` (:class:`BidModel`
+    of ``view``), the one model of every deal size unless the caller passes another. Found by
+    mutation testing: the per-size model as the default survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    far = time.monotonic() + 60.0
+
+    def draw(seed, model=None):
+        return [_hands(w) for w in B.inferred_worlds(game, view, random.Random(seed), 24, 96, far, model=model)]
+
+    for seed in range(3):
+        assert draw(seed) == draw(seed, B.BidModel(view))
+    # the per-size model resamples other worlds from the same candidates
+    assert any(draw(seed) != draw(seed, B.BidModel(view, per_size=True)) for seed in range(3))
+
+
+class _FrozenClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_inferred_worlds_stop_drawing_once_the_clock_reaches_stop_at(monkeypatch):
+    """``inferred_worlds``' docstring: fewer than ``candidates`` draws "when ``stop_at`` comes
+    first, at least one": a clock that reads ``stop_at`` itself has reached it. Found by
+    mutation testing: stopping only once the clock was past ``stop_at`` survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    monkeypatch.setattr(B, "time", _FrozenClock(500.0))
+    weighed = []
+    model = B.BidModel(view)
+
+    class Counting:
+        def weight(self, world):
+            weighed.append(world)
+            return model.weight(world)
+
+    worlds = B.inferred_worlds(game, view, random.Random(1), 6, 4, 500.0, model=Counting())
+    assert len(weighed) == 1 and worlds == weighed * 6
+    weighed.clear()
+    assert len(B.inferred_worlds(game, view, random.Random(1), 6, 4, 500.001, model=Counting())) == 6
+    assert len(weighed) == 4
+
+
+def test_inferred_worlds_stop_at_the_samplers_first_give_up(monkeypatch):
+    """``inferred_worlds``' docstring: the sampler giving up on the view (``InconsistentView``)
+    ends the drawing "as the search's uniform sampling" (``SearchBot._worlds`` stops at the
+    first give-up and keeps the worlds drawn before it): no further draws, and the worlds are
+    resampled from the candidates already drawn. Found by mutation testing: drawing on after a
+    give-up survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    real = game.determinize
+    drawn = []
+
+    def third_gives_up(v, rng):
+        if len(drawn) == 2:
+            drawn.append(None)
+            raise InconsistentView("no deal fits")
+        drawn.append(real(v, rng))
+        return drawn[-1]
+
+    monkeypatch.setattr(game, "determinize", third_gives_up)
+    worlds = B.inferred_worlds(game, view, random.Random(1), 6, 5, time.monotonic() + 60.0)
+    assert len(drawn) == 3 and len(worlds) == 6
+    assert all(any(w is d for d in drawn[:2]) for w in worlds)
