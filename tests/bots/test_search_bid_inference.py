@@ -433,7 +433,8 @@ def test_the_model_puts_back_a_seats_cards_of_the_finished_tricks_and_the_trick_
     """GJ-11.1 (every played card is public, with its player): a bidder's bid-time hand is the
     world's hand plus every card the view shows it played, from the finished tricks
     (``table.tricks``) and from the trick in progress (``trick``) alike. Found by mutation
-    testing: a card of the trick in progress replacing the seat's earlier cards survived."""
+    testing: a card of the trick in progress, or of a later finished trick, replacing the seat's
+    earlier cards survived."""
     state = deal("georgian_joker", {0: ["QS", "9S", "KH"], 1: ["X1", "AC", "7D"]}, fixed={12: "9C"},
                  first_dealer=2, deal_number=3)
     for seat, bid in ((1, "bid:1"), (2, "bid:0"), (3, "bid:1"), (0, "bid:0")):
@@ -449,6 +450,16 @@ def test_the_model_puts_back_a_seats_cards_of_the_finished_tricks_and_the_trick_
     assert len(twice) == 2  # the second trick's leader and the seat after it
     played = {s: sorted(codes_of(m)) for s, _, _, m in B.BidModel(view).bidders}
     assert played == {s: sorted(cards[s]) for s in range(4) if s != view["seat"]}
+    # two finished tricks and two cards of the third: each seat's cards of both tricks kept
+    for _ in range(4):
+        req = request(state)
+        cards[req.seat].append(req.legal[0].split(":")[1])
+        state.apply(req.legal[0], req.seat)
+    view = request(state).view
+    assert len(view["table"]["tricks"]) == 2 and len(view["trick"]) == 2
+    played = {s: sorted(codes_of(m)) for s, _, _, m in B.BidModel(view).bidders}
+    assert played == {s: sorted(cards[s]) for s in range(4) if s != view["seat"]}
+    assert sorted(len(m) for m in played.values()) == [2, 3, 3]
 
 
 def test_a_view_without_the_deal_size_the_forehand_or_the_four_bids_has_nothing_to_infer():
@@ -536,3 +547,41 @@ def test_inferred_worlds_stop_at_the_samplers_first_give_up(monkeypatch):
     worlds = B.inferred_worlds(game, view, random.Random(1), 6, 5, time.monotonic() + 60.0)
     assert len(drawn) == 3 and len(worlds) == 6
     assert all(any(w is d for d in drawn[:2]) for w in worlds)
+
+
+def test_a_deal_size_without_its_own_fit_takes_the_one_model():
+    """``shape_for``'s docstring: a deal size's own fit "when ``per_size`` (and one exists),
+    else the one model's". Found by mutation testing: looking the size up without a fallback
+    (a KeyError for a size with no fit) survived."""
+    for n in (0, 10, 36):
+        assert B.shape_for(n, True) == B.SHAPE and B.shape_for(n, False) == B.SHAPE
+    assert B.BidModel({"seat": 0, "table": {"bids": [None] * 4, "forehand": 1}}, per_size=True).shape == B.SHAPE
+
+
+def test_the_model_estimates_each_hand_for_the_views_deal_size():
+    """The module docstring: the estimate is ``expected_tricks`` of the bid-time hand in a deal
+    of the view's size (``cards_per_player``), which values a middling trump or a plain ace
+    less in a one- or two-card deal. Deal 2 (two cards each, GJ-2.4): each world's weight is
+    the product over the opponents' bids with the estimates of a two-card deal. Found by
+    mutation testing: estimating every hand as in a nine-card deal survived."""
+    state = deal("georgian_joker", {}, first_dealer=2, deal_number=2)
+    while state.to_act() != state.view(0)["dealer"]:
+        req = request(state)
+        state.apply(req.legal[-1], req.seat)
+    view = request(state).view
+    model = B.BidModel(view)
+    assert model.n == 2 and len(model.bidders) == 3
+    trump = view["table"]["trump"]
+    game = get_game("georgian_joker")
+    differs = False
+    for seed in range(8):
+        world = game.determinize(view, random.Random(seed))
+        hands = world.zones()
+        expected = 1.0
+        for s, b, values, played in model.bidders:
+            hand = codes_of(hands[f"hand{s}"] | played)
+            est = GeorgianJokerHeuristic.expected_tricks(hand, trump, 2)
+            differs |= est != GeorgianJokerHeuristic.expected_tricks(hand, trump, 9)
+            expected *= B.bid_probabilities(est, 2, values)[b]
+        assert model.weight(world) == pytest.approx(expected)
+    assert differs  # the positions tried are ones where the deal size matters
