@@ -604,6 +604,21 @@ def test_the_shared_card_helpers_do_what_their_docstrings_say():
     assert neutral_choice(["refuse", "schmeiss"]) == "refuse"
 
 
+def test_the_neutral_choice_takes_the_first_word_of_its_list_present():
+    """``cards.NEUTRAL``: declare, keep, no_exchange, accept, pass, "in this order", else the
+    first legal action; each word goes before every later one, whatever the legal actions'
+    order. Found by mutation testing: keep before declare, accept before no_exchange and pass
+    dropped from the list survived."""
+    from bot_plugins.heuristic.cards import neutral_choice
+
+    words = ("declare", "keep", "no_exchange", "accept", "pass")
+    for i, word in enumerate(words):
+        for later in words[i + 1:]:
+            assert neutral_choice([later, word]) == word, (word, later)
+            assert neutral_choice(["bid:1", word, later]) == word, (word, later)
+        assert neutral_choice(["bid:1", word]) == word
+
+
 def test_gj_expected_tricks_rank_the_honours_and_shrink_with_small_deals():
     from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
 

@@ -427,3 +427,161 @@ def test_a_small_deal_bid_with_inference_and_no_sampled_world_is_answered_by_the
     monkeypatch.setattr(bot.game, "determinize", gives_up)
     assert bot.decide(request(state)) == make_heuristic("georgian_joker").decide(request(state))
     assert bot.fallbacks == 1
+
+
+def test_the_model_puts_back_a_seats_cards_of_the_finished_tricks_and_the_trick_in_progress():
+    """GJ-11.1 (every played card is public, with its player): a bidder's bid-time hand is the
+    world's hand plus every card the view shows it played, from the finished tricks
+    (``table.tricks``) and from the trick in progress (``trick``) alike. Found by mutation
+    testing: a card of the trick in progress, or of a later finished trick, replacing the seat's
+    earlier cards survived."""
+    state = deal("georgian_joker", {0: ["QS", "9S", "KH"], 1: ["X1", "AC", "7D"]}, fixed={12: "9C"},
+                 first_dealer=2, deal_number=3)
+    for seat, bid in ((1, "bid:1"), (2, "bid:0"), (3, "bid:1"), (0, "bid:0")):
+        state.apply(bid, seat)
+    cards: dict[int, list[str]] = {s: [] for s in range(4)}
+    for _ in range(6):  # the first trick and two cards of the second
+        req = request(state)
+        cards[req.seat].append(req.legal[0].split(":")[1])
+        state.apply(req.legal[0], req.seat)
+    view = request(state).view
+    assert len(view["table"]["tricks"]) == 1 and len(view["trick"]) == 2
+    twice = [s for s in range(4) if len(cards[s]) == 2 and s != view["seat"]]
+    assert len(twice) == 2  # the second trick's leader and the seat after it
+    played = {s: sorted(codes_of(m)) for s, _, _, m in B.BidModel(view).bidders}
+    assert played == {s: sorted(cards[s]) for s in range(4) if s != view["seat"]}
+    # two finished tricks and two cards of the third: each seat's cards of both tricks kept
+    for _ in range(4):
+        req = request(state)
+        cards[req.seat].append(req.legal[0].split(":")[1])
+        state.apply(req.legal[0], req.seat)
+    view = request(state).view
+    assert len(view["table"]["tricks"]) == 2 and len(view["trick"]) == 2
+    played = {s: sorted(codes_of(m)) for s, _, _, m in B.BidModel(view).bidders}
+    assert played == {s: sorted(cards[s]) for s in range(4) if s != view["seat"]}
+    assert sorted(len(m) for m in played.values()) == [2, 3, 3]
+
+
+def test_a_view_without_the_deal_size_the_forehand_or_the_four_bids_has_nothing_to_infer():
+    """The model reads the deal size (``cards_per_player``), the forehand and the four bid
+    slots (``table.bids``, in seat order) from the view; a view that lacks one of them gives no
+    bidder (a falsy model: the search keeps its uniform worlds), rather than guessing a deal
+    size or failing. Found by mutation testing: each of the three guards dropped, and a deal
+    size of 3 assumed when none is given, survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    assert B.BidModel(view)  # the complete view: three opponents' bids
+    for key, value in (("cards_per_player", None), ("forehand", None), ("bids", [3, 0, 0])):
+        table = dict(view["table"], **{key: value})
+        assert not B.BidModel(dict(view, table=table)), key
+    table = dict(view["table"])
+    del table["cards_per_player"]
+    assert not B.BidModel(dict(view, table=table))
+
+
+def test_inferred_worlds_weigh_by_the_views_one_model_when_none_is_given():
+    """``inferred_worlds``' docstring: each candidate weighted by ``model`` (:class:`BidModel`
+    of ``view``), the one model of every deal size unless the caller passes another. Found by
+    mutation testing: the per-size model as the default survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    far = time.monotonic() + 60.0
+
+    def draw(seed, model=None):
+        return [_hands(w) for w in B.inferred_worlds(game, view, random.Random(seed), 24, 96, far, model=model)]
+
+    for seed in range(3):
+        assert draw(seed) == draw(seed, B.BidModel(view))
+    # the per-size model resamples other worlds from the same candidates
+    assert any(draw(seed) != draw(seed, B.BidModel(view, per_size=True)) for seed in range(3))
+
+
+class _FrozenClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_inferred_worlds_stop_drawing_once_the_clock_reaches_stop_at(monkeypatch):
+    """``inferred_worlds``' docstring: fewer than ``candidates`` draws "when ``stop_at`` comes
+    first, at least one": a clock that reads ``stop_at`` itself has reached it. Found by
+    mutation testing: stopping only once the clock was past ``stop_at`` survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    monkeypatch.setattr(B, "time", _FrozenClock(500.0))
+    weighed = []
+    model = B.BidModel(view)
+
+    class Counting:
+        def weight(self, world):
+            weighed.append(world)
+            return model.weight(world)
+
+    worlds = B.inferred_worlds(game, view, random.Random(1), 6, 4, 500.0, model=Counting())
+    assert len(weighed) == 1 and worlds == weighed * 6
+    weighed.clear()
+    assert len(B.inferred_worlds(game, view, random.Random(1), 6, 4, 500.001, model=Counting())) == 6
+    assert len(weighed) == 4
+
+
+def test_inferred_worlds_stop_at_the_samplers_first_give_up(monkeypatch):
+    """``inferred_worlds``' docstring: the sampler giving up on the view (``InconsistentView``)
+    ends the drawing "as the search's uniform sampling" (``SearchBot._worlds`` stops at the
+    first give-up and keeps the worlds drawn before it): no further draws, and the worlds are
+    resampled from the candidates already drawn. Found by mutation testing: drawing on after a
+    give-up survived."""
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    real = game.determinize
+    drawn = []
+
+    def third_gives_up(v, rng):
+        if len(drawn) == 2:
+            drawn.append(None)
+            raise InconsistentView("no deal fits")
+        drawn.append(real(v, rng))
+        return drawn[-1]
+
+    monkeypatch.setattr(game, "determinize", third_gives_up)
+    worlds = B.inferred_worlds(game, view, random.Random(1), 6, 5, time.monotonic() + 60.0)
+    assert len(drawn) == 3 and len(worlds) == 6
+    assert all(any(w is d for d in drawn[:2]) for w in worlds)
+
+
+def test_a_deal_size_without_its_own_fit_takes_the_one_model():
+    """``shape_for``'s docstring: a deal size's own fit "when ``per_size`` (and one exists),
+    else the one model's". Found by mutation testing: looking the size up without a fallback
+    (a KeyError for a size with no fit) survived."""
+    for n in (0, 10, 36):
+        assert B.shape_for(n, True) == B.SHAPE and B.shape_for(n, False) == B.SHAPE
+    assert B.BidModel({"seat": 0, "table": {"bids": [None] * 4, "forehand": 1}}, per_size=True).shape == B.SHAPE
+
+
+def test_the_model_estimates_each_hand_for_the_views_deal_size():
+    """The module docstring: the estimate is ``expected_tricks`` of the bid-time hand in a deal
+    of the view's size (``cards_per_player``), which values a middling trump or a plain ace
+    less in a one- or two-card deal. Deal 2 (two cards each, GJ-2.4): each world's weight is
+    the product over the opponents' bids with the estimates of a two-card deal. Found by
+    mutation testing: estimating every hand as in a nine-card deal survived."""
+    state = deal("georgian_joker", {}, first_dealer=2, deal_number=2)
+    while state.to_act() != state.view(0)["dealer"]:
+        req = request(state)
+        state.apply(req.legal[-1], req.seat)
+    view = request(state).view
+    model = B.BidModel(view)
+    assert model.n == 2 and len(model.bidders) == 3
+    trump = view["table"]["trump"]
+    game = get_game("georgian_joker")
+    differs = False
+    for seed in range(8):
+        world = game.determinize(view, random.Random(seed))
+        hands = world.zones()
+        expected = 1.0
+        for s, b, values, played in model.bidders:
+            hand = codes_of(hands[f"hand{s}"] | played)
+            est = GeorgianJokerHeuristic.expected_tricks(hand, trump, 2)
+            differs |= est != GeorgianJokerHeuristic.expected_tricks(hand, trump, 9)
+            expected *= B.bid_probabilities(est, 2, values)[b]
+        assert model.weight(world) == pytest.approx(expected)
+    assert differs  # the positions tried are ones where the deal size matters
