@@ -159,8 +159,9 @@ def inferred_worlds(game: Any, view: Mapping[str, Any], rng: random.Random, coun
     """``count`` worlds by importance resampling: up to ``candidates`` draws of
     ``game.determinize(view, rng)`` (fewer when ``stop_at`` comes first, at least one), each
     weighted by ``model`` (:class:`BidModel` of ``view``), then ``count`` of them drawn with
-    replacement with probability proportional to their weights. Empty when the sampler gives
-    up on the view (``InconsistentView``), as the search's uniform sampling."""
+    replacement with probability proportional to their weights. The sampler giving up on the
+    view (``InconsistentView``) ends the draws: the worlds are drawn from the candidates before
+    it, and are none when it gave up at once, as the search's uniform sampling does."""
     model = model if model is not None else BidModel(view)
     pool, weights = [], []
     for i in range(max(1, candidates)):
