@@ -107,7 +107,7 @@ class BotRunner:
                enforce_budget: bool = False, in_process: bool = False) -> Reply:
         """Ask bot ``name`` for a decision. ``enforce_budget``: an answer that took longer
         than ``budget_s`` is a timeout. ``in_process`` (the arena: no worker to lose): a
-        ``sys.exit`` in the bot is a ``crash`` answer instead of the end of the host, and with
+        ``sys.exit`` in the bot (or its factory) is a ``crash`` answer instead of the end of the host, and with
         ``enforce_budget`` a bot still running :data:`INTERRUPT_AFTER` past its budget is
         interrupted (SIGALRM; main thread on Unix only; a timer the caller armed, as
         pytest-timeout's, is put back after) and answers ``timeout``; the worker pool kills its
@@ -115,8 +115,12 @@ class BotRunner:
         started = time.monotonic()
         try:
             bot = self.bot(name, game_id)
-        except (KeyboardInterrupt, SystemExit):
+        except KeyboardInterrupt:
             raise
+        except SystemExit as exc:  # the factory is the bot's code: its exit is the bot's (below)
+            if not in_process:
+                raise
+            return Reply(None, CRASH, "factory: " + describe_exit(exc), time.monotonic() - started)
         except BaseException as exc:  # noqa: BLE001 - a BaseException subclass too (below)
             return Reply(None, EXCEPTION, "factory: " + describe_exception(exc), time.monotonic() - started)
         if bot is None:

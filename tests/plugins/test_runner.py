@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import re
 import signal
+import sys
 import threading
 
 import pytest
@@ -163,6 +164,22 @@ def test_a_factory_is_called_once_per_game_and_its_exit_or_ctrl_c_is_not_swallow
         runner.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
     with pytest.raises(KeyboardInterrupt):
         runner.decide("interrupted", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+    with pytest.raises(KeyboardInterrupt):  # the arena's Ctrl-C ends the arena
+        runner.decide("interrupted", "klaberjass", 0, VIEW, LEGAL, 1, 5.0, in_process=True)
+
+
+def test_in_process_a_factorys_exit_is_the_bots_crash_said_without_its_message():
+    """docs/bots.md: in the arena "a ``sys.exit`` in a bot counts as a ``crash``"; its factory
+    is the bot's code, so its exit is the same answer (it ended the whole arena run), described
+    by its status or type only, as the bot's own (a message is the bot speaking)."""
+    def says(game_id):
+        raise SystemExit("my hand is AS KS")
+
+    runner = _runner(exits=lambda game_id: sys.exit(3), says=says)
+    reply = runner.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0, in_process=True)
+    assert (reply.action, reply.failure, reply.detail) == (None, "crash", "factory: SystemExit(3)"), reply
+    reply = runner.decide("says", "klaberjass", 0, VIEW, LEGAL, 1, 5.0, in_process=True)
+    assert (reply.failure, reply.detail) == ("crash", "factory: SystemExit with a str"), reply
 
 
 def test_the_bot_gets_its_seats_request_with_a_seeded_rng():
