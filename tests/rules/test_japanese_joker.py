@@ -533,6 +533,36 @@ def test_a_clone_clearing_the_other_column_leaves_the_originals_public_card_alon
     assert twin.secret_cards(1) & (1 << card_id("KH")) == 0
 
 
+def test_a_card_the_clearing_made_public_in_one_deal_is_not_public_in_the_next_jjk_9_2_9_4():
+    """JJK-9.2, 9.4: the up card a seat's clearing moved to its hand (JJK-4.3) is public only
+    for that deal; every deal clears both tables, and a card dealt into the same seat's hand
+    in the next deal is a hidden hand card like any other (not in the opponent's view, still
+    in ``secret_cards``)."""
+    rng = random.Random(7)
+    st = GAME.new_state({}, first_dealer=0)
+    st.deal(shuffled(GAME, rng))
+    cleared = [set(), set()]
+    while st.to_act() != CHANCE:
+        st.apply(rng.choice(st.legal_actions()))
+        if st.to_act() != CHANCE:
+            for seat in (0, 1):
+                cleared[seat] |= set(st.public_view()["table"]["known_in_hand"][seat])
+    assert all(len(c) == 1 for c in cleared), cleared  # each table cleared once (JJK-4.3)
+    c0, c1 = (card_id(next(iter(c))) for c in cleared)
+    deck = shuffled(GAME, rng)
+    # deal 2 is declared by seat 1 (JJK-2.3): deck[0] goes to seat 1, deck[1] to seat 0 (JJK-3.2)
+    for pos, card in ((1, c0), (0, c1)):
+        i = deck.index(card)
+        deck[i], deck[pos] = deck[pos], deck[i]
+    st.deal(deck)
+    st.apply("trump:NT")
+    assert st.public_view()["table"]["known_in_hand"] == [[], []]
+    assert st.view(1)["table"]["known_in_hand"] == st.view(0)["table"]["known_in_hand"] == [[], []]
+    assert CODES[c0] not in json.dumps(st.view(1)) and CODES[c1] not in json.dumps(st.view(0))
+    assert st.secret_cards(1) >> c0 & 1 and st.secret_cards(0) >> c1 & 1
+    assert st.secret_cards(None) >> c0 & 1 and st.secret_cards(None) >> c1 & 1
+
+
 def test_a_positions_leader_has_played_its_lead_so_its_up_cards_are_available_jjk_5_1():
     """JJK-5.1: a seat that has played a card in the deal may play its up cards. A position
     whose ``lead`` was played by the other seat counts that lead as the leader's card even when
@@ -1125,6 +1155,19 @@ def test_position_puts_every_unplaced_card_out_of_play():
     placed = {card_id(c) for c in ("AS", "7D", "8S", "X1", "9C", "KD", "QH")}
     assert z["out"] == sum(1 << c for c in GAME.pack if c not in placed)
     assert sum(bin(m).count("1") for m in z.values()) == 36
+
+
+def test_a_clone_of_a_position_keeps_its_cards_out_of_play():
+    """``GAME.position``'s unplaced cards (zone ``out``) stay out of play in a clone (search
+    bots copy a position with ``clone``): the clone's zones are the original's, and after the
+    same play both still partition the 36-card pack (JJK-1.1)."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8S", "X1"]], columns=[[["9C", "KD"]], []],
+                       to_act=1, lead=("QH", None))
+    twin = st.clone()
+    assert twin.zones() == st.zones() and twin.zones()["out"]
+    play(st, "8S"), play(twin, "8S")
+    assert twin.zones() == st.zones()
+    assert sum(bin(m).count("1") for m in twin.zones().values()) == 36
 
 
 @pytest.mark.parametrize("trump", ["S", "H", "D", "C"])
