@@ -970,6 +970,30 @@ def test_spectators_only_when_allowed():
     run(go())
 
 
+def test_a_seat_that_left_sees_a_match_terminated_mid_deal_as_a_spectator_does():
+    """docs/api.md ("Spectators", leaving): after the end a token whose seat left sees the
+    match as a spectator does, not the seat's last hand, which the takeover bot was dealt
+    (GJ-12.4; access.audience_of). A match the operator terminates mid-deal still holds that
+    hand, hidden from everyone (GJ-11.3): the leaver's view, and the snapshot its watch opens
+    with, are the spectator's."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            leaver = mgr._matches[match_id].state.to_act()
+            await mgr.leave_match(match_id, ps[leaver], resign=False)
+            await mgr.terminate_match(match_id, "test")
+            assert mgr.state_of(match_id).view(leaver)["hand"], "the bot's hand is unplayed"
+            spectator = await mgr.get_view(match_id, Principal("spectator", match_id))
+            seen = await mgr.get_view(match_id, ps[leaver])
+            events = await collect(mgr.watch(match_id, ps[leaver], -1))
+            return spectator, seen, events
+
+    spectator, seen, events = run(go())
+    assert spectator.seat is None and spectator.view["hand"] == []
+    assert (seen.seat, seen.view) == (None, spectator.view)
+    assert events[0].kind == "snapshot" and (events[0].view.seat, events[0].view.view) == (None, spectator.view)
+
+
 # ---- limits and draining --------------------------------------------------------------------------
 
 def test_match_limits():
