@@ -38,6 +38,7 @@ def _body(**changes) -> str:
     "not base64!", "e30", base64.urlsafe_b64encode(b"\xff\xfe").decode(), _body(c=True), _body(c="1.5"),
     _body(m=""), _body(m=3), _body(l="other"), _body(f=["game"]), _body(extra=1),
     _body(c=float("inf")), _body(c=float("nan")), "A" * 1025,
+    " ", "\t",  # blank is not empty: only "" asks for the first page (docs/api.md, Paging: garbage)
     # a cursor id no store takes: a lone surrogate (SQLite's UTF-8 encoding failed, INTERNAL),
     # a NUL or another control character (PostgreSQL refuses NUL), longer than any match id
     _body(m="\ud800"), _body(m="m\x001"), _body(m="m\n1"), _body(m="m" * 65),
