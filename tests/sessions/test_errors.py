@@ -905,6 +905,21 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
 
 
+def test_a_turn_time_is_folded_into_a_copy_of_the_requests_options():
+    """policy.merge_turn_time folds a Joker game's turn_time into the ``turn_time_s`` option of
+    a copy: the caller's options stay as sent (request_digest reads them after the check, "as
+    sent"), so one options mapping serves two tables of different turn times."""
+    async def go():
+        async with manager(config()) as mgr:
+            options = {"target_score": 21}
+            made = [await mgr.create_match(CreateMatchRequest(game="japanese_joker", turn_time_s=turn,
+                                                              options=options)) for turn in (20, 40)]
+            return options, made
+    options, made = run(go())
+    assert options == {"target_score": 21}
+    assert [(m.turn_time_s, m.options["turn_time_s"]) for m in made] == [(20, 20), (40, 40)]
+
+
 
 def test_a_fractional_turn_time_is_invalid_in_the_joker_games():
     """docs/api.md, CreateMatch: in the Joker games a turn_time is their integer turn_time_s
