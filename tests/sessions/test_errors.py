@@ -962,6 +962,21 @@ def test_a_negative_turn_time_is_refused_as_negative(game):
     assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
     assert refused.message == "the turn time must not be negative"
 
+
+@pytest.mark.parametrize("game", ["klaberjass", "georgian_joker", "japanese_joker"])
+def test_a_turn_time_that_is_not_a_number_is_refused_as_a_bad_turn_time(game):
+    """A NaN turn time fails policy.merge_turn_time's first check ("NaN too"): BAD_TURN_TIME
+    on the turn_time field in every game (docs/api.md, Errors), not folded into the Joker
+    games' ``turn_time_s`` option to come back as that option's INVALID_OPTIONS."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=float("nan")))
+            assert mgr.match_ids() == []
+            return info.value
+    refused = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+
 # ---- spectators ------------------------------------------------------------------------------------
 
 def test_spectators_only_when_allowed():
