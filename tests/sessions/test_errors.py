@@ -944,6 +944,8 @@ def test_the_turn_time_range_includes_both_bounds():
                                 for game in ("klaberjass", "jojotte") for turn in (10, 120)]
     refused, turn_times = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    # the message a client shows says what would do (docs/api.md, Errors: show the message)
+    assert refused.message.startswith("the turn time must be 10 to 120 seconds (JJK-11")
     assert turn_times == [10, 120, 10, 120]
 
 
