@@ -879,14 +879,16 @@ def test_turn_time_is_the_tables():
 def test_the_joker_games_take_their_times_from_their_options_not_the_sessions_defaults():
     """A Joker game's turn time and reconnect grace are its turn_time_s and reconnect_grace_s
     options (JJK-11, GJ-13), their defaults included (30 s, 60 s), whatever the session's
-    defaults for the other games say."""
+    defaults for the other games say: the 32-card games take those, the session's
+    ``reconnect_grace_s`` as it is (policy.reconnect_grace)."""
     async def go():
         async with manager(config(default_turn_time_s=45, reconnect_grace_s=99)) as mgr:
             given = await mgr.create_match(CreateMatchRequest(
                 game="japanese_joker", options={"turn_time_s": 20, "reconnect_grace_s": 15}))
             default = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
-            return [(m.turn_time_s, mgr._matches[m.match_id].reconnect_grace_s) for m in (given, default)]
-    assert run(go()) == [(20, 15), (30, 60)]
+            other = await mgr.create_match(CreateMatchRequest(game=GAME))
+            return [(m.turn_time_s, mgr._matches[m.match_id].reconnect_grace_s) for m in (given, default, other)]
+    assert run(go()) == [(20, 15), (30, 60), (45, 99)]
 
 def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     """docs/api.md, CreateMatch: in the Joker games a request's turn_time is their turn_time_s
