@@ -879,14 +879,16 @@ def test_turn_time_is_the_tables():
 def test_the_joker_games_take_their_times_from_their_options_not_the_sessions_defaults():
     """A Joker game's turn time and reconnect grace are its turn_time_s and reconnect_grace_s
     options (JJK-11, GJ-13), their defaults included (30 s, 60 s), whatever the session's
-    defaults for the other games say."""
+    defaults for the other games say: the 32-card games take those, the session's
+    ``reconnect_grace_s`` as it is (policy.reconnect_grace)."""
     async def go():
         async with manager(config(default_turn_time_s=45, reconnect_grace_s=99)) as mgr:
             given = await mgr.create_match(CreateMatchRequest(
                 game="japanese_joker", options={"turn_time_s": 20, "reconnect_grace_s": 15}))
             default = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
-            return [(m.turn_time_s, mgr._matches[m.match_id].reconnect_grace_s) for m in (given, default)]
-    assert run(go()) == [(20, 15), (30, 60)]
+            other = await mgr.create_match(CreateMatchRequest(game=GAME))
+            return [(m.turn_time_s, mgr._matches[m.match_id].reconnect_grace_s) for m in (given, default, other)]
+    assert run(go()) == [(20, 15), (30, 60), (45, 99)]
 
 def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     """docs/api.md, CreateMatch: in the Joker games a request's turn_time is their turn_time_s
@@ -903,6 +905,21 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     refused, same = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})  # docs/api.md
     assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
+
+
+def test_a_turn_time_is_folded_into_a_copy_of_the_requests_options():
+    """policy.merge_turn_time folds a Joker game's turn_time into the ``turn_time_s`` option of
+    a copy: the caller's options stay as sent (request_digest reads them after the check, "as
+    sent"), so one options mapping serves two tables of different turn times."""
+    async def go():
+        async with manager(config()) as mgr:
+            options = {"target_score": 21}
+            made = [await mgr.create_match(CreateMatchRequest(game="japanese_joker", turn_time_s=turn,
+                                                              options=options)) for turn in (20, 40)]
+            return options, made
+    options, made = run(go())
+    assert options == {"target_score": 21}
+    assert [(m.turn_time_s, m.options["turn_time_s"]) for m in made] == [(20, 20), (40, 40)]
 
 
 
@@ -929,6 +946,8 @@ def test_the_turn_time_range_includes_both_bounds():
                                 for game in ("klaberjass", "jojotte") for turn in (10, 120)]
     refused, turn_times = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    # the message a client shows says what would do (docs/api.md, Errors: show the message)
+    assert refused.message.startswith("the turn time must be 10 to 120 seconds (JJK-11")
     assert turn_times == [10, 120, 10, 120]
 
 
@@ -946,6 +965,21 @@ def test_a_negative_turn_time_is_refused_as_negative(game):
     refused = run(go())
     assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
     assert refused.message == "the turn time must not be negative"
+
+
+@pytest.mark.parametrize("game", ["klaberjass", "georgian_joker", "japanese_joker"])
+def test_a_turn_time_that_is_not_a_number_is_refused_as_a_bad_turn_time(game):
+    """A NaN turn time fails policy.merge_turn_time's first check ("NaN too"): BAD_TURN_TIME
+    on the turn_time field in every game (docs/api.md, Errors), not folded into the Joker
+    games' ``turn_time_s`` option to come back as that option's INVALID_OPTIONS."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=float("nan")))
+            assert mgr.match_ids() == []
+            return info.value
+    refused = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
 
 # ---- spectators ------------------------------------------------------------------------------------
 
@@ -968,6 +1002,30 @@ def test_spectators_only_when_allowed():
             # the admin may always look
             assert (await mgr.get_view(closed, Principal("admin", closed))).view["hands"]
     run(go())
+
+
+def test_a_seat_that_left_sees_a_match_terminated_mid_deal_as_a_spectator_does():
+    """docs/api.md ("Spectators", leaving): after the end a token whose seat left sees the
+    match as a spectator does, not the seat's last hand, which the takeover bot was dealt
+    (GJ-12.4; access.audience_of). A match the operator terminates mid-deal still holds that
+    hand, hidden from everyone (GJ-11.3): the leaver's view, and the snapshot its watch opens
+    with, are the spectator's."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            leaver = mgr._matches[match_id].state.to_act()
+            await mgr.leave_match(match_id, ps[leaver], resign=False)
+            await mgr.terminate_match(match_id, "test")
+            assert mgr.state_of(match_id).view(leaver)["hand"], "the bot's hand is unplayed"
+            spectator = await mgr.get_view(match_id, Principal("spectator", match_id))
+            seen = await mgr.get_view(match_id, ps[leaver])
+            events = await collect(mgr.watch(match_id, ps[leaver], -1))
+            return spectator, seen, events
+
+    spectator, seen, events = run(go())
+    assert spectator.seat is None and spectator.view["hand"] == []
+    assert (seen.seat, seen.view) == (None, spectator.view)
+    assert events[0].kind == "snapshot" and (events[0].view.seat, events[0].view.view) == (None, spectator.view)
 
 
 # ---- limits and draining --------------------------------------------------------------------------
