@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -486,6 +487,37 @@ def test_the_command_configures_the_log_format_and_level_it_is_given(monkeypatch
         for sig, handler in saved.items():
             signal.signal(sig, handler)
     assert configured == [("console", "warning")]
+
+
+@pytest.mark.parametrize("given, expected", [(None, "ERROR"), ("INFO", "INFO")])
+def test_the_command_quiets_grpc_core_unless_the_environment_says_otherwise(given, expected, monkeypatch):
+    """docs/operations.md (gRPC core's own lines): ``serve`` sets ``GRPC_VERBOSITY=ERROR``
+    unless the environment sets that variable, so that a connection to the TLS port that is
+    not TLS is no ``Handshake failed`` line; ``GRPC_VERBOSITY=INFO`` brings the lines back
+    (serve_cli.quiet_grpc_core; tests/clients/test_terminal_clients.py checks the clients')."""
+    from engine_service.__main__ import main
+    from engine_service.observability import logging as obs_logging
+
+    monkeypatch.setattr(obs_logging, "configure_logging", lambda *args, **kw: None)
+    seen: list[str | None] = []
+
+    async def served(settings, **kw) -> int:
+        seen.append(os.environ.get("GRPC_VERBOSITY"))
+        return 0
+
+    monkeypatch.setattr(serve_cli, "serve", served)
+    monkeypatch.setenv("GRPC_VERBOSITY", "DEBUG")  # put back after the test, whatever run() sets
+    if given is None:
+        monkeypatch.delenv("GRPC_VERBOSITY")
+    else:
+        monkeypatch.setenv("GRPC_VERBOSITY", given)
+    saved = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+    try:
+        assert main(["serve"]) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert seen == [expected]
 
 
 def test_the_password_of_a_postgresql_url_is_never_logged(pg_url):
