@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -159,6 +160,33 @@ def test_serve_serves_until_sigterm_then_drains_and_exits_0(_no_process_wide_gc_
     assert ADMIN_TOKEN not in repr(logs)
     with pytest.raises(urllib.error.URLError):  # the metrics endpoint closed with the engine
         _metrics(serving["metrics_port"])
+
+
+def test_the_drain_lets_the_metrics_port_go_before_the_database(monkeypatch):
+    """serve_cli's docstring: the store is closed, its lock released, after the ports, "so a
+    successor waiting for it finds them free" (GrpcServer.drain's ``ports_closed``): when the
+    store closes, its metrics port no longer takes a connection. (Closed only after the
+    drain, a successor given the database found it still bound: metrics_port_unavailable.)"""
+    from engine_service.store import memory
+
+    port: list[int] = []
+    connects: list[int] = []
+    real_close = memory.MemoryStore.close
+
+    async def close(self) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            connects.append(probe.connect_ex(("127.0.0.1", port[0])))
+        await real_close(self)
+
+    monkeypatch.setattr(memory.MemoryStore, "close", close)
+
+    async def while_serving(serving: dict) -> None:
+        port.append(serving["metrics_port"])
+        signal.raise_signal(signal.SIGTERM)
+
+    status, _, _ = _serve([], while_serving)
+    assert status == 0
+    assert connects and set(connects) == {errno.ECONNREFUSED}, connects
 
 
 def _capture() -> Callable[[], list[dict]]:
@@ -408,6 +436,32 @@ def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_clos
     started, = _events(logs, "metrics_server_started")
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
+
+
+@pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error"),
+                                   ValueError("incomplete SQL statement in the schema")], ids=["OSError", "ValueError"])
+def test_an_os_or_value_error_of_the_stores_open_ends_the_start_with_exit_2(error, monkeypatch):
+    """serve_cli's docstring: an unusable database ends the process with exit status 2 and
+    one clear log line, never SERVING; an OSError or a ValueError the store's open lets
+    through (the SQLite store's schema check raises ValueError) as its StoreError does: one
+    store_unavailable line with the error, the metrics endpoint it had started closed again."""
+    from engine_service.store import memory
+
+    real_open = memory.MemoryStore.open
+
+    async def failing_open(self) -> None:
+        await real_open(self)  # holds the database: the metrics endpoint starts
+        raise error
+
+    monkeypatch.setattr(memory.MemoryStore, "open", failing_open)
+    status, logs, _ = _serve([])
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["db"], e["error"]) for e in errors] == [("store_unavailable", "memory:", str(error))]
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+    assert not _events(logs, "serving")
 
 
 def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
