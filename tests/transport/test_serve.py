@@ -310,6 +310,17 @@ def test_a_bot_pace_below_the_bot_deadline_is_warned_about(argv, warned):
             for w in _events(logs, "bot_pace_below_deadline")] == warned
 
 
+def test_the_starting_line_gives_the_limits_in_force():
+    """docs/operations.md, the start-up events: ``starting`` gives the port, the database, TLS,
+    the admin API "and a few limits" (serve_cli._summary): the most matches held, the default
+    turn time and the reconnect grace period, each as set (a value unlike its default)."""
+    status, logs, _ = _serve(["--max-matches", "77", "--default-turn-time-s", "12", "--reconnect-grace-s", "34"],
+                             lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    starting, = _events(logs, "starting")
+    assert (starting["max_matches"], starting["default_turn_time_s"], starting["reconnect_grace_s"]) == (77, 12.0, 34.0)
+
+
 @pytest.mark.parametrize("token, warned", [("x" * 15, [("warning", 15)]), ("x" * 16, [])])
 def test_an_admin_token_under_16_characters_is_warned_about(token, warned):
     status, logs, _ = _serve(["--admin-token", token], lambda serving: _raise(signal.SIGTERM))
