@@ -310,6 +310,20 @@ def test_a_bot_pace_below_the_bot_deadline_is_warned_about(argv, warned):
             for w in _events(logs, "bot_pace_below_deadline")] == warned
 
 
+def test_the_metrics_endpoint_listens_on_the_metrics_host():
+    """docs/operations.md, ``--metrics-host``: the metrics endpoint binds that address, not
+    ``--host``'s (here 127.0.0.2, another address of the loopback network, with gRPC on
+    127.0.0.1)."""
+    async def while_serving(serving: dict) -> str:
+        url = f"http://127.0.0.2:{serving['metrics_port']}/metrics"
+        text = urllib.request.urlopen(url, timeout=HANG_GUARD_S).read().decode()
+        signal.raise_signal(signal.SIGTERM)
+        return text
+
+    status, _, metrics = _serve(["--metrics-host", "127.0.0.2"], while_serving)
+    assert status == 0 and "cardgames_serving 1.0" in metrics
+
+
 def test_the_starting_line_gives_the_limits_in_force():
     """docs/operations.md, the start-up events: ``starting`` gives the port, the database, TLS,
     the admin API "and a few limits" (serve_cli._summary): the most matches held, the default
