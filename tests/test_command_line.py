@@ -66,6 +66,18 @@ def test_parse_args_refuses_an_unknown_argument_without_its_value(capsys):
     assert err.endswith("cmd: error: unrecognized arguments: --nmae -z (2 values not shown: they may hold a secret)\n")
 
 
+def test_parse_args_refuses_a_single_unknown_argument(capsys):
+    """One argument the command does not know is refused as well (a usage error, status 2),
+    not only several: ``serve --admin-tokn=TOKEN`` alone would otherwise start the engine
+    without its admin API (tests/transport/test_settings.py reaches it through ``serve``,
+    where a command that is not refused serves until it is killed)."""
+    with pytest.raises(SystemExit) as info:
+        parse_args(_parser(), ["--nmae=s3cret", "inspect", "M1"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "s3cret" not in err, err
+    assert err.endswith("cmd: error: unrecognized arguments: --nmae (1 value not shown: it may hold a secret)\n")
+
+
 def test_printable_shows_a_byte_that_is_not_utf8_as_an_escape():
     """A path's byte that is not UTF-8 (a lone surrogate in Python) is shown as ``\\xff``, the
     rest of the text as it is, so that a UTF-8 standard output can print it; a path object
@@ -76,6 +88,17 @@ def test_printable_shows_a_byte_that_is_not_utf8_as_an_escape():
     assert printable(Path("/tmp/caf\udce9.pem")) == "/tmp/caf\\xe9.pem"
     assert printable("/var/lib/cardgames/Zo\u00eb \u2660.sqlite3") == "/var/lib/cardgames/Zo\u00eb \u2660.sqlite3"
     printable("caf\udce9").encode("utf-8")  # printable: no UnicodeEncodeError
+
+
+def test_printable_shows_any_path_object_as_its_path(tmp_path):
+    """``printable(text: str | os.PathLike[str])``: a path object is shown as the path it
+    stands for (``os.fspath``), not as its ``str()``, which for a path object other than
+    ``pathlib.Path`` is something else (``<DirEntry 'name'>`` for ``os.scandir``'s)."""
+    import os
+
+    (tmp_path / "caf\udce9.json").touch()
+    entry, = os.scandir(tmp_path)
+    assert printable(entry) == f"{tmp_path}/caf\\xe9.json"
 
 
 class _Output:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import signal
 import socket
 import sys
@@ -160,6 +162,33 @@ def test_serve_serves_until_sigterm_then_drains_and_exits_0(_no_process_wide_gc_
         _metrics(serving["metrics_port"])
 
 
+def test_the_drain_lets_the_metrics_port_go_before_the_database(monkeypatch):
+    """serve_cli's docstring: the store is closed, its lock released, after the ports, "so a
+    successor waiting for it finds them free" (GrpcServer.drain's ``ports_closed``): when the
+    store closes, its metrics port no longer takes a connection. (Closed only after the
+    drain, a successor given the database found it still bound: metrics_port_unavailable.)"""
+    from engine_service.store import memory
+
+    port: list[int] = []
+    connects: list[int] = []
+    real_close = memory.MemoryStore.close
+
+    async def close(self) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            connects.append(probe.connect_ex(("127.0.0.1", port[0])))
+        await real_close(self)
+
+    monkeypatch.setattr(memory.MemoryStore, "close", close)
+
+    async def while_serving(serving: dict) -> None:
+        port.append(serving["metrics_port"])
+        signal.raise_signal(signal.SIGTERM)
+
+    status, _, _ = _serve([], while_serving)
+    assert status == 0
+    assert connects and set(connects) == {errno.ECONNREFUSED}, connects
+
+
 def _capture() -> Callable[[], list[dict]]:
     """The lines captured so far by the innermost structlog.testing.capture_logs()."""
     from structlog.testing import LogCapture
@@ -279,6 +308,31 @@ def test_a_bot_pace_below_the_bot_deadline_is_warned_about(argv, warned):
     assert status == 0
     assert [(w["log_level"], w["bot_pace_s"], w["bot_deadline_s"])
             for w in _events(logs, "bot_pace_below_deadline")] == warned
+
+
+def test_the_metrics_endpoint_listens_on_the_metrics_host():
+    """docs/operations.md, ``--metrics-host``: the metrics endpoint binds that address, not
+    ``--host``'s (here 127.0.0.2, another address of the loopback network, with gRPC on
+    127.0.0.1)."""
+    async def while_serving(serving: dict) -> str:
+        url = f"http://127.0.0.2:{serving['metrics_port']}/metrics"
+        text = urllib.request.urlopen(url, timeout=HANG_GUARD_S).read().decode()
+        signal.raise_signal(signal.SIGTERM)
+        return text
+
+    status, _, metrics = _serve(["--metrics-host", "127.0.0.2"], while_serving)
+    assert status == 0 and "cardgames_serving 1.0" in metrics
+
+
+def test_the_starting_line_gives_the_limits_in_force():
+    """docs/operations.md, the start-up events: ``starting`` gives the port, the database, TLS,
+    the admin API "and a few limits" (serve_cli._summary): the most matches held, the default
+    turn time and the reconnect grace period, each as set (a value unlike its default)."""
+    status, logs, _ = _serve(["--max-matches", "77", "--default-turn-time-s", "12", "--reconnect-grace-s", "34"],
+                             lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    starting, = _events(logs, "starting")
+    assert (starting["max_matches"], starting["default_turn_time_s"], starting["reconnect_grace_s"]) == (77, 12.0, 34.0)
 
 
 @pytest.mark.parametrize("token, warned", [("x" * 15, [("warning", 15)]), ("x" * 16, [])])
@@ -409,6 +463,32 @@ def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_clos
         _metrics(started["port"])
 
 
+@pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error"),
+                                   ValueError("incomplete SQL statement in the schema")], ids=["OSError", "ValueError"])
+def test_an_os_or_value_error_of_the_stores_open_ends_the_start_with_exit_2(error, monkeypatch):
+    """serve_cli's docstring: an unusable database ends the process with exit status 2 and
+    one clear log line, never SERVING; an OSError or a ValueError the store's open lets
+    through (the SQLite store's schema check raises ValueError) as its StoreError does: one
+    store_unavailable line with the error, the metrics endpoint it had started closed again."""
+    from engine_service.store import memory
+
+    real_open = memory.MemoryStore.open
+
+    async def failing_open(self) -> None:
+        await real_open(self)  # holds the database: the metrics endpoint starts
+        raise error
+
+    monkeypatch.setattr(memory.MemoryStore, "open", failing_open)
+    status, logs, _ = _serve([])
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["db"], e["error"]) for e in errors] == [("store_unavailable", "memory:", str(error))]
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+    assert not _events(logs, "serving")
+
+
 def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
     """One error line names the bot asked for, the flag and variable, and the bots installed
     (test_process checks that the database is left as it was)."""
@@ -486,6 +566,37 @@ def test_the_command_configures_the_log_format_and_level_it_is_given(monkeypatch
         for sig, handler in saved.items():
             signal.signal(sig, handler)
     assert configured == [("console", "warning")]
+
+
+@pytest.mark.parametrize("given, expected", [(None, "ERROR"), ("INFO", "INFO")])
+def test_the_command_quiets_grpc_core_unless_the_environment_says_otherwise(given, expected, monkeypatch):
+    """docs/operations.md (gRPC core's own lines): ``serve`` sets ``GRPC_VERBOSITY=ERROR``
+    unless the environment sets that variable, so that a connection to the TLS port that is
+    not TLS is no ``Handshake failed`` line; ``GRPC_VERBOSITY=INFO`` brings the lines back
+    (serve_cli.quiet_grpc_core; tests/clients/test_terminal_clients.py checks the clients')."""
+    from engine_service.__main__ import main
+    from engine_service.observability import logging as obs_logging
+
+    monkeypatch.setattr(obs_logging, "configure_logging", lambda *args, **kw: None)
+    seen: list[str | None] = []
+
+    async def served(settings, **kw) -> int:
+        seen.append(os.environ.get("GRPC_VERBOSITY"))
+        return 0
+
+    monkeypatch.setattr(serve_cli, "serve", served)
+    monkeypatch.setenv("GRPC_VERBOSITY", "DEBUG")  # put back after the test, whatever run() sets
+    if given is None:
+        monkeypatch.delenv("GRPC_VERBOSITY")
+    else:
+        monkeypatch.setenv("GRPC_VERBOSITY", given)
+    saved = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+    try:
+        assert main(["serve"]) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert seen == [expected]
 
 
 def test_the_password_of_a_postgresql_url_is_never_logged(pg_url):
