@@ -997,6 +997,113 @@ def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens
     assert capsys.readouterr().err.splitlines() == ["error: NOT_FOUND MATCH_NOT_FOUND: no match M1"]
 
 
+class _EndingSpectator(_Spectator):
+    """A :class:`_Spectator` whose match ends with its stream: its summary says finished once
+    the stream has ended (or once the screen has closed, ``ended`` set by the test)."""
+
+    def __init__(self) -> None:
+        super().__init__([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7,
+                                                            reason="rules")], ["ada", "bob"])
+        self.ended = False
+
+    async def watch(self, after_seq=None, on_connection=None, **_):
+        async for event in super().watch(after_seq=after_seq):
+            yield event
+        self.ended = True
+
+    async def summary(self):
+        summary = await super().summary()
+        if self.ended:
+            summary.status = match_pb2.MATCH_STATUS_FINISHED
+        return summary
+
+
+def _fake_engine(monkeypatch, spectator):
+    """clients.watch's ``connect`` replaced: the keywords of each connection, and ``spectator``
+    for every match."""
+    import contextlib
+
+    from clients import watch
+
+    connections = []
+
+    class Client:
+        def spectate(self, match_id):
+            assert match_id == "M1"
+            return spectator
+
+    @contextlib.asynccontextmanager
+    async def connect(target, **kwargs):
+        connections.append((target, kwargs))
+        yield Client()
+
+    monkeypatch.setattr(watch, "connect", connect)
+    return connections
+
+
+def test_watch_connects_as_told_and_ends_with_the_summary_of_the_ended_match(monkeypatch, capsys, tmp_path):
+    """clients.watch --plain: the connection takes the command's --tls, --ca (the file's
+    certificates, as read when the command line was parsed) and --server-name (docs/api.md,
+    Connecting: "The sample clients take --tls, --ca FILE ... and --server-name NAME");
+    --from-start opens the stream at ``after_seq`` 0, without it from now (None: module
+    docstring); and the last line is the match's summary asked once the stream has ended
+    ("finished"), not the one asked before it began."""
+    from clients import watch
+
+    from .conftest import self_signed_certificate
+
+    cert, _ = self_signed_certificate(tmp_path)
+    spectator = _EndingSpectator()
+    connections = _fake_engine(monkeypatch, spectator)
+    assert watch.main(["M1", "--target", "h:1", "--plain", "--from-start", "--tls", "--server-name", "cards.test"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "match m1 finished"
+    spectator.ended = False
+    assert watch.main(["M1", "--target", "h:2", "--plain", "--ca", str(cert)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "match m1 finished"
+    assert spectator.after_seqs == [0, None]
+    assert connections == [
+        ("h:1", {"tls": True, "root_certificates": None, "server_name": "cards.test"}),
+        ("h:2", {"tls": False, "root_certificates": cert.read_bytes(), "server_name": None})]
+
+
+def test_watch_opens_the_screen_as_told_and_says_a_lost_connection_on_stderr(monkeypatch, capsys):
+    """The screen's clients.watch: the screen gets the ``after_seq`` --from-start asks for (0,
+    else None), --reconnect-tries and the summary asked before it opened; closed with the match
+    over, the last line is the summary asked then; closed with the connection lost for good,
+    nothing on stdout, one line on stderr with the command that watches again and exit status
+    3 (module docstring: "it closes with one line on stderr saying how to watch again, exit
+    status 3"; README: 1 is the engine's answer)."""
+    from clients import watch, watch_screen
+
+    spectator = _EndingSpectator()
+    _fake_engine(monkeypatch, spectator)
+    screens = []
+    lost = cg.StreamState(cg.GAVE_UP, 4, 4, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+
+    class Screen:
+        def __init__(self, audience, after_seq, *, summary, reconnect_tries):
+            assert audience is spectator
+            screens.append((after_seq, match_pb2.MatchStatus.Name(summary.status), reconnect_tries))
+            self.connection, self.lost = None, False
+
+        async def run_async(self):
+            if len(screens) == 1:
+                spectator.ended = True  # the match ended while it was on screen
+            else:
+                self.connection, self.lost = lost, True
+
+    monkeypatch.setattr(watch_screen, "WatchApp", Screen)
+    assert watch.main(["M1", "--target", "h:1", "--from-start", "--reconnect-tries", "4"]) == 0
+    assert capsys.readouterr() == ("match m1 finished\n", "")
+    spectator.ended = False
+    assert watch.main(["M1", "--target", "h:1"]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("error: the connection to the engine is lost for good (UNAVAILABLE: Socket closed, "
+                                 "4 tries in a row); to watch again: python -m clients.watch M1 --target h:1\n"), err
+    assert screens == [(0, "MATCH_STATUS_ACTIVE", 4), (None, "MATCH_STATUS_ACTIVE", watch.RECONNECT_TRIES)]
+    assert watch.RECONNECT_TRIES == 30  # module docstring: "(try 3 of 30)"
+
+
 class _ScreenSpectator(_Spectator):
     """A :class:`_Spectator` for the screen: it records how its stream was opened, and may end
     it with ``error`` after saying the connection dropped (``drop``)."""
