@@ -2467,6 +2467,22 @@ def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkey
     assert err.getvalue().decode("ascii").strip().endswith("error: 10H is not yours"), err.getvalue()
 
 
+def test_a_stream_that_holds_some_suits_but_not_all_gets_the_letters(monkeypatch):
+    """terminal_text.console checks every suit: a Korean locale's EUC-KR (and cp949) holds
+    ♠ ♥ ♣ but not ♦, so the first diamond ended the program with UnicodeEncodeError there had
+    the check been the spade alone; it is written in the rulebooks' letter (JJK-0.2, GJ-0.2:
+    ``10D``), module docstring."""
+    import io
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="euc_kr", write_through=True))
+    assert not terminal_text.can_encode(sys.stdout)
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TD"))
+    assert raw.getvalue().decode("euc_kr").strip() == "10D"
+
+
 def test_a_stream_whose_encoding_is_unknown_gets_ascii():
     """can_encode: a stream that names no encoding is taken as UTF-8 (as rich takes it); one
     whose encoding Python does not know holds no suit symbol, and the fallback writer then
