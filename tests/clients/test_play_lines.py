@@ -320,12 +320,12 @@ def test_watch_plain_prints_each_deal_once_as_the_table_and_the_drops_on_stderr(
 
         async def watch(self, after_seq=None, on_connection=None):
             self.opened.append(after_seq)
-            yield event(match_pb2.EVENT_KIND_SNAPSHOT, 3, public(DEALS[:1]))
+            yield event(match_pb2.EVENT_KIND_SNAPSHOT, 1, public(DEALS[:1]))
             on_connection(cg.StreamState(cg.RECONNECTING, 1, None, error))
             on_connection(cg.StreamState(cg.RESUMED, 1, None))
-            yield event(match_pb2.EVENT_KIND_ACTION, 4, public(DEALS), seat=1, action=passes)
-            yield event(match_pb2.EVENT_KIND_ACTION, 5, public(DEALS), seat=0, action=passes)
-            yield event(match_pb2.EVENT_KIND_MATCH_ENDED, 6, reason="rules")
+            yield event(match_pb2.EVENT_KIND_ACTION, 2, public(DEALS), seat=1, action=passes)
+            yield event(match_pb2.EVENT_KIND_ACTION, 3, public(DEALS), seat=0, action=passes)
+            yield event(match_pb2.EVENT_KIND_MATCH_ENDED, 4, reason="rules")
 
         async def summary(self):
             return match_pb2.MatchSummary(match_id="m1", game="japanese_joker")
@@ -334,9 +334,9 @@ def test_watch_plain_prints_each_deal_once_as_the_table_and_the_drops_on_stderr(
     out = io.StringIO()
     asyncio.run(watch.follow_plain(spectator, Console(file=out, width=200, force_terminal=False), 3))
     assert [line.rstrip() for line in out.getvalue().splitlines()] == [
-        "   3 joined the table", "   4 seat 1: pass",
+        "   1 joined the table", "   2 seat 1: pass",
         "             deals", " #  seat 0        seat 1", " 2  0 (7 tricks)  1 (11 tricks)",
-        " 3  0 (9 tricks)  0 (9 tricks)", "   5 seat 0: pass", "   6 match ended (rules)"], out.getvalue()
+        " 3  0 (9 tricks)  0 (9 tricks)", "   3 seat 0: pass", "   4 match ended (rules)"], out.getvalue()
     assert spectator.opened == [3]
     assert capsys.readouterr().err.splitlines() == [
         "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]
