@@ -2483,6 +2483,28 @@ def test_a_stream_that_holds_some_suits_but_not_all_gets_the_letters(monkeypatch
     assert raw.getvalue().decode("euc_kr").strip() == "10D"
 
 
+def test_a_stream_that_holds_the_suits_but_not_the_dashes_gets_the_fallback(monkeypatch):
+    """terminal_text.console: ``shift_jis_2004`` (a Japanese JIS X 0213 locale) holds ♠ ♥ ♦ ♣
+    but not the em dash of a Klaberjass deal's line (render.last_deal_line, "... — made"),
+    which --autoplay and clients.watch --plain print after each deal: the console checked the
+    suits alone and that line ended the program with UnicodeEncodeError. Module docstring: what
+    the stream cannot hold is written in ASCII, the output stays readable and the program goes
+    on; a line it holds is written as it is."""
+    import io
+
+    from rich.text import Text
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="shift_jis_2004", write_through=True))
+    assert terminal_text.can_encode(sys.stdout, "♠♥♦♣") and not terminal_text.can_encode(sys.stdout)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
+    console.print(Text("deal 3: trump ").append_text(render.card_text("TS")).append(", ada 90 — made"))
+    console.print(render.card_text("TH"))
+    assert raw.getvalue().decode("shift_jis_2004").splitlines() == ["deal 3: trump 10S, ada 90 - made", "10♥"]
+
+
 def test_a_stream_whose_encoding_is_unknown_gets_ascii():
     """can_encode: a stream that names no encoding is taken as UTF-8 (as rich takes it); one
     whose encoding Python does not know holds no suit symbol, and the fallback writer then
