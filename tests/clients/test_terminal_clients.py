@@ -2505,6 +2505,20 @@ def test_a_stream_that_holds_the_suits_but_not_the_dashes_gets_the_fallback(monk
     assert raw.getvalue().decode("shift_jis_2004").splitlines() == ["deal 3: trump 10S, ada 90 - made", "10♥"]
 
 
+def test_the_fallback_writer_has_its_streams_file_descriptor(tmp_path):
+    """FallbackWriter is a text stream over ``stream``: it gives the stream's file descriptor
+    (rich reads it to tell a standard stream on Windows; io.TextIOBase's own fileno() raises
+    UnsupportedOperation), and what it writes reaches the file."""
+    from clients import terminal_text
+
+    with open(tmp_path / "out.txt", "w", encoding="ascii") as stream:
+        writer = terminal_text.FallbackWriter(stream)
+        assert writer.fileno() == stream.fileno()
+        writer.write("10♥\n")
+        writer.flush()
+        assert (tmp_path / "out.txt").read_text(encoding="ascii") == "10H\n"
+
+
 def test_a_stream_whose_encoding_is_unknown_gets_ascii():
     """can_encode: a stream that names no encoding is taken as UTF-8 (as rich takes it); one
     whose encoding Python does not know holds no suit symbol, and the fallback writer then
