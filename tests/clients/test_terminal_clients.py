@@ -967,6 +967,42 @@ def test_watch_plain_keeps_each_line_whole_and_ctrl_c_ends_it_quietly(monkeypatc
     assert capsys.readouterr() == ("", "")
 
 
+def test_watch_plain_whose_reader_left_ends_quietly_with_status_1(monkeypatch, capsys):
+    """``clients.watch --plain | head``: the reader left while the match went on, so the
+    following stopped unfinished: exit status 1, quietly (command_line.stdout_guarded: 1 where
+    the work stopped unfinished, as clients.play and clients.remote_bot; 0 is for a listing)."""
+    from clients import watch
+    from engine_service import command_line
+
+    async def reader_left(args, console):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(watch, "run", reader_left)
+    monkeypatch.setattr(command_line, "drop_stdout", lambda: None)  # capsys's stdout has no descriptor
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 1
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_command_that_watches_again_is_quoted_for_the_shell(tmp_path):
+    """The line of a connection given up ends with a command to paste into a shell (module
+    docstring: "one line on stderr saying how to watch again"): a --ca path with a space is
+    quoted, or the command would name two files."""
+    from types import SimpleNamespace
+
+    from clients import watch
+
+    from .conftest import self_signed_certificate
+
+    folder = tmp_path / "my certs"
+    folder.mkdir()
+    cert, _ = self_signed_certificate(folder)
+    args = watch.build_parser().parse_args(["M1", "--target", "h:1", "--ca", str(cert)])
+    app = SimpleNamespace(connection=cg.StreamState(cg.GAVE_UP, 2, 2, None), lost=True)
+    assert watch.connection_lost_line(app, args) == (
+        "error: the connection to the engine is lost for good (the stream ended, 2 tries in a row); "
+        f"to watch again: python -m clients.watch M1 --target h:1 --ca '{cert}'")
+
+
 def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens(monkeypatch, capsys):
     """No such match (or no engine): the screen's clients.watch asks for the match before the
     screen opens, so the refusal is the one ``error:`` line, status 1 (README: "Exit status 1
