@@ -967,6 +967,27 @@ def test_watch_plain_keeps_each_line_whole_and_ctrl_c_ends_it_quietly(monkeypatc
     assert capsys.readouterr() == ("", "")
 
 
+def test_watch_colours_no_number_of_its_own_on_a_terminal(monkeypatch, capsys):
+    """clients.watch's console does not highlight: on a terminal (FORCE_COLOR, as rich reads
+    it) the last line's totals are written as render.result_line gives them, not with rich's
+    colours around each number and bracket (a terminal logged to a file got them too)."""
+    from clients import watch
+
+    final = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+    final.seats.add(seat=0, player_name="ada")
+    final.result.update({"winners": [0], "totals": [21, 3]})
+
+    async def ends(args, console):
+        watch.print_final(final, console)
+        return 0
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(watch, "run", ends)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 0
+    assert capsys.readouterr().out == "match m1 finished: winners ada; totals [21, 3]\n"
+
+
 def test_watch_plain_whose_reader_left_ends_quietly_with_status_1(monkeypatch, capsys):
     """``clients.watch --plain | head``: the reader left while the match went on, so the
     following stopped unfinished: exit status 1, quietly (command_line.stdout_guarded: 1 where
