@@ -988,6 +988,22 @@ def test_watch_colours_no_number_of_its_own_on_a_terminal(monkeypatch, capsys):
     assert capsys.readouterr().out == "match m1 finished: winners ada; totals [21, 3]\n"
 
 
+def test_watch_says_a_long_error_in_one_line(monkeypatch, capsys):
+    """An error the API answers is one ``error:`` line on stderr however long (README: one
+    line; a log reads one line per error), not folded at a pipe's 80 columns, exit status 1."""
+    from clients import watch
+
+    message = "no match " + "x" * 150
+
+    async def refused(args, console):
+        raise cg.CardGamesError(grpc.StatusCode.NOT_FOUND, message, reason="MATCH_NOT_FOUND")
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(watch, "run", refused)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 1
+    assert capsys.readouterr() == ("", f"error: NOT_FOUND MATCH_NOT_FOUND: {message}\n")
+
+
 def test_watch_plain_whose_reader_left_ends_quietly_with_status_1(monkeypatch, capsys):
     """``clients.watch --plain | head``: the reader left while the match went on, so the
     following stopped unfinished: exit status 1, quietly (command_line.stdout_guarded: 1 where
