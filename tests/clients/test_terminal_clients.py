@@ -988,6 +988,19 @@ def test_watch_colours_no_number_of_its_own_on_a_terminal(monkeypatch, capsys):
     assert capsys.readouterr().out == "match m1 finished: winners ada; totals [21, 3]\n"
 
 
+@pytest.mark.parametrize("tries", ["0", "-1"])
+def test_watch_takes_one_reconnect_try_or_more(tries, capsys):
+    """--reconnect-tries N: the screen gives up after N reopenings in a row (its help), so N is
+    a whole number of 1 or more, as clients.play's; 0 or less is a usage error (exit status 2)
+    before any engine is reached, not a screen that gives up at the first drop."""
+    from clients import watch
+
+    with pytest.raises(SystemExit) as info:
+        watch.main(["M1", "--target", "h:1", "--reconnect-tries", tries])
+    assert info.value.code == 2
+    assert f"argument --reconnect-tries: a whole number of 1 or more, not '{tries}'" in capsys.readouterr().err
+
+
 def test_watch_says_a_long_error_in_one_line(monkeypatch, capsys):
     """An error the API answers is one ``error:`` line on stderr however long (README: one
     line; a log reads one line per error), not folded at a pipe's 80 columns, exit status 1."""
