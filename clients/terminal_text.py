@@ -1,5 +1,6 @@
 """Consoles for the outputs without a screen (``clients.play --autoplay``, ``clients.watch
---plain``, their one-line errors) that survive a stream which cannot encode the suit symbols.
+--plain``, their one-line errors) that survive a stream which cannot encode the suit symbols
+(or the other symbols they write: the arrows, the dashes).
 
 Under a non-UTF-8 locale (a ``latin-1`` terminal, ``PYTHONIOENCODING=ascii``, a log file
 opened with another encoding) the first ``♥`` ended the program with UnicodeEncodeError and a
@@ -22,8 +23,12 @@ ASCII_FALLBACKS = str.maketrans({"♠": "S", "♥": "H", "♦": "D", "♣": "C",
                                  "–": "-", "▶": ">", "…": "...", "·": "."})
 
 
-def can_encode(stream: Any, text: str = "♠♥♦♣") -> bool:
-    """Whether ``stream``'s encoding holds ``text`` (no encoding said: UTF-8, as rich assumes)."""
+def can_encode(stream: Any, text: str = "".join(map(chr, ASCII_FALLBACKS))) -> bool:
+    """Whether ``stream``'s encoding holds ``text`` (no encoding said: UTF-8, as rich assumes);
+    by default every symbol the renderers write (:data:`ASCII_FALLBACKS`), not the suits alone:
+    a Japanese JIS X 0213 locale (``shift_jis_2004``, ``euc_jis_2004``) holds the suits but
+    not the em dash of a Klaberjass deal's line, which ended the program there with
+    UnicodeEncodeError."""
     encoding = getattr(stream, "encoding", None) or "utf-8"
     try:
         codecs.lookup(encoding)

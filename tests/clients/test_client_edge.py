@@ -964,15 +964,17 @@ def test_health_verifies_the_tls_name_given_with_the_ca_given(tmp_path, capsys):
 
 def test_health_speaks_tls_with_tls_or_a_ca_given(tmp_path, capsys):
     """``--tls`` connects with TLS, and so does ``--ca`` alone (roots to verify imply TLS, as
-    for the other clients: connect(), docs/operations.md): a plaintext server then fails the
-    handshake (exit status 1, UNAVAILABLE), a TLS server whose certificate the CA signs answers."""
+    for the other clients: connect(), docs/operations.md), and ``--server-name`` alone (its
+    help: "implies --tls"; a name to verify on a plaintext channel would verify nothing): a
+    plaintext server then fails the handshake (exit status 1, UNAVAILABLE), a TLS server whose
+    certificate the CA signs answers."""
     from clients import health
 
     from .conftest import self_signed_certificate
 
     cert, key = self_signed_certificate(tmp_path)
     with _Health("SERVING") as plain:
-        for flags in (["--tls"], ["--ca", str(cert)]):
+        for flags in (["--tls"], ["--ca", str(cert)], ["--server-name", "localhost"]):
             assert health.main(["--target", plain.target, "--timeout", "1", *flags]) == 1, flags
             assert capsys.readouterr().err.startswith(f"{plain.target}: UNAVAILABLE"), flags
     assert plain.asked == []

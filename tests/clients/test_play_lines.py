@@ -283,3 +283,60 @@ def test_a_token_file_whose_token_holds_no_seat_is_refused():
     args = argparse.Namespace(match="M1", token_file=SimpleNamespace(path="/tmp/seat.token"), seat_token="t0ken")
     with pytest.raises(SystemExit, match="the seat token file .* holds no seat token of match M1"):
         asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
+
+
+def test_watch_plain_prints_each_deal_once_as_the_table_and_the_drops_on_stderr(capsys):
+    """clients.watch --plain: the deals scored before it joined are not printed again; the
+    deals scored since are printed once, as the deal results table (numbered as the match
+    numbers them; --autoplay prints lines), however many later events carry the same view; a
+    spectator's view has no seat, so no column is "you". A drop and the return are one line
+    each on stderr (module docstring: "a dropped connection and its return are a line each on
+    stderr"), stdout keeps the events. The stream opens at the ``after_seq`` given."""
+    import asyncio
+
+    import grpc
+
+    from clients import cardgames_client as cg
+    from clients import watch
+    from engine_service.transport.generated import card_games_pb2, cards_pb2
+
+    def public(results):  # the spectator's view: no seat
+        view = _view(results)
+        view.ClearField("seat")
+        return view
+
+    def event(kind, seq, view=None, **fields):
+        out = card_games_pb2.WatchMatchResponse(kind=kind, seq=seq, **fields)
+        if view is not None:
+            out.view.CopyFrom(view)
+        return out
+
+    error = cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
+    passes = cards_pb2.Action(notation="pass")
+
+    class Spectator:
+        def __init__(self) -> None:
+            self.opened: list[int | None] = []
+
+        async def watch(self, after_seq=None, on_connection=None):
+            self.opened.append(after_seq)
+            yield event(match_pb2.EVENT_KIND_SNAPSHOT, 1, public(DEALS[:1]))
+            on_connection(cg.StreamState(cg.RECONNECTING, 1, None, error))
+            on_connection(cg.StreamState(cg.RESUMED, 1, None))
+            yield event(match_pb2.EVENT_KIND_ACTION, 2, public(DEALS), seat=1, action=passes)
+            yield event(match_pb2.EVENT_KIND_ACTION, 3, public(DEALS), seat=0, action=passes)
+            yield event(match_pb2.EVENT_KIND_MATCH_ENDED, 4, reason="rules")
+
+        async def summary(self):
+            return match_pb2.MatchSummary(match_id="m1", game="japanese_joker")
+
+    spectator = Spectator()
+    out = io.StringIO()
+    asyncio.run(watch.follow_plain(spectator, Console(file=out, width=200, force_terminal=False), 3))
+    assert [line.rstrip() for line in out.getvalue().splitlines()] == [
+        "   1 joined the table", "   2 seat 1: pass",
+        "             deals", " #  seat 0        seat 1", " 2  0 (7 tricks)  1 (11 tricks)",
+        " 3  0 (9 tricks)  0 (9 tricks)", "   3 seat 0: pass", "   4 match ended (rules)"], out.getvalue()
+    assert spectator.opened == [3]
+    assert capsys.readouterr().err.splitlines() == [
+        "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]

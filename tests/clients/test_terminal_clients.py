@@ -967,6 +967,92 @@ def test_watch_plain_keeps_each_line_whole_and_ctrl_c_ends_it_quietly(monkeypatc
     assert capsys.readouterr() == ("", "")
 
 
+def test_watch_colours_no_number_of_its_own_on_a_terminal(monkeypatch, capsys):
+    """clients.watch's console does not highlight: on a terminal (FORCE_COLOR, as rich reads
+    it) the last line's totals are written as render.result_line gives them, not with rich's
+    colours around each number and bracket (a terminal logged to a file got them too)."""
+    from clients import watch
+
+    final = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+    final.seats.add(seat=0, player_name="ada")
+    final.result.update({"winners": [0], "totals": [21, 3]})
+
+    async def ends(args, console):
+        watch.print_final(final, console)
+        return 0
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(watch, "run", ends)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 0
+    assert capsys.readouterr().out == "match m1 finished: winners ada; totals [21, 3]\n"
+
+
+@pytest.mark.parametrize("tries", ["0", "-1"])
+def test_watch_takes_one_reconnect_try_or_more(tries, capsys):
+    """--reconnect-tries N: the screen gives up after N reopenings in a row (its help), so N is
+    a whole number of 1 or more, as clients.play's; 0 or less is a usage error (exit status 2)
+    before any engine is reached, not a screen that gives up at the first drop."""
+    from clients import watch
+
+    with pytest.raises(SystemExit) as info:
+        watch.main(["M1", "--target", "h:1", "--reconnect-tries", tries])
+    assert info.value.code == 2
+    assert f"argument --reconnect-tries: a whole number of 1 or more, not '{tries}'" in capsys.readouterr().err
+
+
+def test_watch_says_a_long_error_in_one_line(monkeypatch, capsys):
+    """An error the API answers is one ``error:`` line on stderr however long (README: one
+    line; a log reads one line per error), not folded at a pipe's 80 columns, exit status 1."""
+    from clients import watch
+
+    message = "no match " + "x" * 150
+
+    async def refused(args, console):
+        raise cg.CardGamesError(grpc.StatusCode.NOT_FOUND, message, reason="MATCH_NOT_FOUND")
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(watch, "run", refused)
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 1
+    assert capsys.readouterr() == ("", f"error: NOT_FOUND MATCH_NOT_FOUND: {message}\n")
+
+
+def test_watch_plain_whose_reader_left_ends_quietly_with_status_1(monkeypatch, capsys):
+    """``clients.watch --plain | head``: the reader left while the match went on, so the
+    following stopped unfinished: exit status 1, quietly (command_line.stdout_guarded: 1 where
+    the work stopped unfinished, as clients.play and clients.remote_bot; 0 is for a listing)."""
+    from clients import watch
+    from engine_service import command_line
+
+    async def reader_left(args, console):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(watch, "run", reader_left)
+    monkeypatch.setattr(command_line, "drop_stdout", lambda: None)  # capsys's stdout has no descriptor
+    assert watch.main(["M1", "--target", "h:1", "--plain"]) == 1
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_command_that_watches_again_is_quoted_for_the_shell(tmp_path):
+    """The line of a connection given up ends with a command to paste into a shell (module
+    docstring: "one line on stderr saying how to watch again"): a --ca path with a space is
+    quoted, or the command would name two files."""
+    from types import SimpleNamespace
+
+    from clients import watch
+
+    from .conftest import self_signed_certificate
+
+    folder = tmp_path / "my certs"
+    folder.mkdir()
+    cert, _ = self_signed_certificate(folder)
+    args = watch.build_parser().parse_args(["M1", "--target", "h:1", "--ca", str(cert)])
+    app = SimpleNamespace(connection=cg.StreamState(cg.GAVE_UP, 2, 2, None), lost=True)
+    assert watch.connection_lost_line(app, args) == (
+        "error: the connection to the engine is lost for good (the stream ended, 2 tries in a row); "
+        f"to watch again: python -m clients.watch M1 --target h:1 --ca '{cert}'")
+
+
 def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens(monkeypatch, capsys):
     """No such match (or no engine): the screen's clients.watch asks for the match before the
     screen opens, so the refusal is the one ``error:`` line, status 1 (README: "Exit status 1
@@ -995,6 +1081,113 @@ def test_watch_says_a_match_it_cannot_follow_in_one_line_before_the_screen_opens
     monkeypatch.setattr(watch_screen, "WatchApp", screen)
     assert watch.main(["M1", "--target", "h:1"]) == 1
     assert capsys.readouterr().err.splitlines() == ["error: NOT_FOUND MATCH_NOT_FOUND: no match M1"]
+
+
+class _EndingSpectator(_Spectator):
+    """A :class:`_Spectator` whose match ends with its stream: its summary says finished once
+    the stream has ended (or once the screen has closed, ``ended`` set by the test)."""
+
+    def __init__(self) -> None:
+        super().__init__([card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=7,
+                                                            reason="rules")], ["ada", "bob"])
+        self.ended = False
+
+    async def watch(self, after_seq=None, on_connection=None, **_):
+        async for event in super().watch(after_seq=after_seq):
+            yield event
+        self.ended = True
+
+    async def summary(self):
+        summary = await super().summary()
+        if self.ended:
+            summary.status = match_pb2.MATCH_STATUS_FINISHED
+        return summary
+
+
+def _fake_engine(monkeypatch, spectator):
+    """clients.watch's ``connect`` replaced: the keywords of each connection, and ``spectator``
+    for every match."""
+    import contextlib
+
+    from clients import watch
+
+    connections = []
+
+    class Client:
+        def spectate(self, match_id):
+            assert match_id == "M1"
+            return spectator
+
+    @contextlib.asynccontextmanager
+    async def connect(target, **kwargs):
+        connections.append((target, kwargs))
+        yield Client()
+
+    monkeypatch.setattr(watch, "connect", connect)
+    return connections
+
+
+def test_watch_connects_as_told_and_ends_with_the_summary_of_the_ended_match(monkeypatch, capsys, tmp_path):
+    """clients.watch --plain: the connection takes the command's --tls, --ca (the file's
+    certificates, as read when the command line was parsed) and --server-name (docs/api.md,
+    Connecting: "The sample clients take --tls, --ca FILE ... and --server-name NAME");
+    --from-start opens the stream at ``after_seq`` 0, without it from now (None: module
+    docstring); and the last line is the match's summary asked once the stream has ended
+    ("finished"), not the one asked before it began."""
+    from clients import watch
+
+    from .conftest import self_signed_certificate
+
+    cert, _ = self_signed_certificate(tmp_path)
+    spectator = _EndingSpectator()
+    connections = _fake_engine(monkeypatch, spectator)
+    assert watch.main(["M1", "--target", "h:1", "--plain", "--from-start", "--tls", "--server-name", "cards.test"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "match m1 finished"
+    spectator.ended = False
+    assert watch.main(["M1", "--target", "h:2", "--plain", "--ca", str(cert)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "match m1 finished"
+    assert spectator.after_seqs == [0, None]
+    assert connections == [
+        ("h:1", {"tls": True, "root_certificates": None, "server_name": "cards.test"}),
+        ("h:2", {"tls": False, "root_certificates": cert.read_bytes(), "server_name": None})]
+
+
+def test_watch_opens_the_screen_as_told_and_says_a_lost_connection_on_stderr(monkeypatch, capsys):
+    """The screen's clients.watch: the screen gets the ``after_seq`` --from-start asks for (0,
+    else None), --reconnect-tries and the summary asked before it opened; closed with the match
+    over, the last line is the summary asked then; closed with the connection lost for good,
+    nothing on stdout, one line on stderr with the command that watches again and exit status
+    3 (module docstring: "it closes with one line on stderr saying how to watch again, exit
+    status 3"; README: 1 is the engine's answer)."""
+    from clients import watch, watch_screen
+
+    spectator = _EndingSpectator()
+    _fake_engine(monkeypatch, spectator)
+    screens = []
+    lost = cg.StreamState(cg.GAVE_UP, 4, 4, cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+
+    class Screen:
+        def __init__(self, audience, after_seq, *, summary, reconnect_tries):
+            assert audience is spectator
+            screens.append((after_seq, match_pb2.MatchStatus.Name(summary.status), reconnect_tries))
+            self.connection, self.lost = None, False
+
+        async def run_async(self):
+            if len(screens) == 1:
+                spectator.ended = True  # the match ended while it was on screen
+            else:
+                self.connection, self.lost = lost, True
+
+    monkeypatch.setattr(watch_screen, "WatchApp", Screen)
+    assert watch.main(["M1", "--target", "h:1", "--from-start", "--reconnect-tries", "4"]) == 0
+    assert capsys.readouterr() == ("match m1 finished\n", "")
+    spectator.ended = False
+    assert watch.main(["M1", "--target", "h:1"]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("error: the connection to the engine is lost for good (UNAVAILABLE: Socket closed, "
+                                 "4 tries in a row); to watch again: python -m clients.watch M1 --target h:1\n"), err
+    assert screens == [(0, "MATCH_STATUS_ACTIVE", 4), (None, "MATCH_STATUS_ACTIVE", watch.RECONNECT_TRIES)]
+    assert watch.RECONNECT_TRIES == 30  # module docstring: "(try 3 of 30)"
 
 
 class _ScreenSpectator(_Spectator):
@@ -2358,6 +2551,58 @@ def test_the_fallback_console_of_the_error_lines_writes_to_stderr_at_once(monkey
     assert console.is_terminal
     console.print("error: 10♥ is not yours")
     assert err.getvalue().decode("ascii").strip().endswith("error: 10H is not yours"), err.getvalue()
+
+
+def test_a_stream_that_holds_some_suits_but_not_all_gets_the_letters(monkeypatch):
+    """terminal_text.console checks every suit: a Korean locale's EUC-KR (and cp949) holds
+    ♠ ♥ ♣ but not ♦, so the first diamond ended the program with UnicodeEncodeError there had
+    the check been the spade alone; it is written in the rulebooks' letter (JJK-0.2, GJ-0.2:
+    ``10D``), module docstring."""
+    import io
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="euc_kr", write_through=True))
+    assert not terminal_text.can_encode(sys.stdout)
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TD"))
+    assert raw.getvalue().decode("euc_kr").strip() == "10D"
+
+
+def test_a_stream_that_holds_the_suits_but_not_the_dashes_gets_the_fallback(monkeypatch):
+    """terminal_text.console: ``shift_jis_2004`` (a Japanese JIS X 0213 locale) holds ♠ ♥ ♦ ♣
+    but not the em dash of a Klaberjass deal's line (render.last_deal_line, "... — made"),
+    which --autoplay and clients.watch --plain print after each deal: the console checked the
+    suits alone and that line ended the program with UnicodeEncodeError. Module docstring: what
+    the stream cannot hold is written in ASCII, the output stays readable and the program goes
+    on; a line it holds is written as it is."""
+    import io
+
+    from rich.text import Text
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="shift_jis_2004", write_through=True))
+    assert terminal_text.can_encode(sys.stdout, "♠♥♦♣") and not terminal_text.can_encode(sys.stdout)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
+    console.print(Text("deal 3: trump ").append_text(render.card_text("TS")).append(", ada 90 — made"))
+    console.print(render.card_text("TH"))
+    assert raw.getvalue().decode("shift_jis_2004").splitlines() == ["deal 3: trump 10S, ada 90 - made", "10♥"]
+
+
+def test_the_fallback_writer_has_its_streams_file_descriptor(tmp_path):
+    """FallbackWriter is a text stream over ``stream``: it gives the stream's file descriptor
+    (rich reads it to tell a standard stream on Windows; io.TextIOBase's own fileno() raises
+    UnsupportedOperation), and what it writes reaches the file."""
+    from clients import terminal_text
+
+    with open(tmp_path / "out.txt", "w", encoding="ascii") as stream:
+        writer = terminal_text.FallbackWriter(stream)
+        assert writer.fileno() == stream.fileno()
+        writer.write("10♥\n")
+        writer.flush()
+        assert (tmp_path / "out.txt").read_text(encoding="ascii") == "10H\n"
 
 
 def test_a_stream_whose_encoding_is_unknown_gets_ascii():
