@@ -143,6 +143,9 @@ def test_whole_match_schedule_rotation_and_pulkas_gj_2(schedule, deals):
         assert len(state.deal_results()) == deals
         assert Counter(dealers) == {s: deals // 4 for s in range(4)}
         assert state.result()["over"] is True
+        # docs/games/georgian_joker.md: after the match, dealer() is the last deal's dealer (the
+        # rotation of GJ-2.3 passes the deal on only to a next deal), in the views too
+        assert state.dealer() == dealers[-1] == state.public_view()["dealer"] == state.view(first)["dealer"]
         check_scores(state)
         pulka_ends = [k for k, r in enumerate(state.deal_results()) if "premium" in r]
         assert pulka_ends == ([7, 11, 19, 23] if schedule == "standard" else [3, 7, 11, 15])
