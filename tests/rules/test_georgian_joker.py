@@ -608,6 +608,7 @@ def test_bad_input_errors_leave_the_state_unchanged():
         ("play:QS", IllegalAction, "not in your hand"),
         ("play:X2:high", IllegalAction, "X2 is not in your hand"),
         ("bid:1", IllegalAction, "time to play"),
+        ("trump:S", IllegalAction, "time to play"),  # no trump choice while playing (GJ-3.5, GJ-4.5)
     ]:
         with pytest.raises(error, match=fragment):
             state.apply(text)
