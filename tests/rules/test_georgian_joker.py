@@ -143,6 +143,9 @@ def test_whole_match_schedule_rotation_and_pulkas_gj_2(schedule, deals):
         assert len(state.deal_results()) == deals
         assert Counter(dealers) == {s: deals // 4 for s in range(4)}
         assert state.result()["over"] is True
+        # docs/games/georgian_joker.md: after the match, dealer() is the last deal's dealer (the
+        # rotation of GJ-2.3 passes the deal on only to a next deal), in the views too
+        assert state.dealer() == dealers[-1] == state.public_view()["dealer"] == state.view(first)["dealer"]
         check_scores(state)
         pulka_ends = [k for k, r in enumerate(state.deal_results()) if "premium" in r]
         assert pulka_ends == ([7, 11, 19, 23] if schedule == "standard" else [3, 7, 11, 15])
@@ -605,6 +608,7 @@ def test_bad_input_errors_leave_the_state_unchanged():
         ("play:QS", IllegalAction, "not in your hand"),
         ("play:X2:high", IllegalAction, "X2 is not in your hand"),
         ("bid:1", IllegalAction, "time to play"),
+        ("trump:S", IllegalAction, "time to play"),  # no trump choice while playing (GJ-3.5, GJ-4.5)
     ]:
         with pytest.raises(error, match=fragment):
             state.apply(text)
