@@ -1000,36 +1000,18 @@ def test_a_certificate_replaced_by_a_pipe_is_refused_without_waiting_for_a_write
         ("tls_reload_failed", f"{cert}: a pipe, not a regular file")]
 
 
-def test_a_file_removed_while_its_pair_is_checked_is_named(tmp_path, monkeypatch):
-    """tls.load_pair: a file gone between its read and Python's ssl check (a renewal removing
+@pytest.mark.parametrize("back_for_the_error, refusal", [
+    (False, "cannot read {key}: No such file or directory"),
+    (True, "the files changed while they were read (No such file or directory)"),
+])
+def test_a_file_removed_while_its_pair_is_checked_is_named_or_the_pair_refused(
+        tmp_path, monkeypatch, back_for_the_error, refusal):
+    """tls.load_pair: a key gone between its read and Python's ssl check (a renewal removing
     it) is a ValueError naming it, as a file missing before (ssl's own error names no file:
-    it said ``cannot read None``), so fetch() keeps the pair in force saying which file."""
-    from engine_service.transport import tls
-
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    pem_cert, pem_key = _pair(tmp_path, "only")
-    cert.write_bytes(pem_cert)
-    key.write_bytes(pem_key)
-    real_read = tls._read
-    reads: list[Path] = []
-
-    def removed_after_the_read(path: Path) -> bytes:
-        data = real_read(path)
-        reads.append(path)
-        if len(reads) == 2:  # both read: the key goes before the check
-            key.unlink()
-        return data
-
-    monkeypatch.setattr(tls, "_read", removed_after_the_read)
-    with pytest.raises(ValueError) as refused:
-        tls.load_pair(cert, key)
-    assert str(refused.value) == f"cannot read {key}: No such file or directory"
-
-
-def test_a_file_gone_for_a_moment_during_the_check_is_not_taken_unchecked(tmp_path, monkeypatch):
-    """tls.load_pair: a key removed between its read and Python's ssl check and back by the
-    time the error is looked into (a renewal's remove-then-write) is a ValueError: the files
-    changed while they were read; the pair read is not taken, since ssl never checked it."""
+    it said ``cannot read None``), so fetch() keeps the pair in force saying which file; a key
+    back by the time the error is looked into (a renewal's remove-then-write) is a ValueError
+    too: the files changed while they were read, and the pair read is not taken, since ssl
+    never checked it."""
     from engine_service.transport import tls
 
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
@@ -1041,7 +1023,7 @@ def test_a_file_gone_for_a_moment_during_the_check_is_not_taken_unchecked(tmp_pa
 
     def gone_for_the_check(path: Path) -> bytes:
         reads.append(path)
-        if len(reads) == 3:  # after ssl's failed check: the key is back
+        if len(reads) == 3 and back_for_the_error:  # after ssl's failed check
             key.write_bytes(pem_key)
         data = real_read(path)
         if len(reads) == 2:  # both read: the key goes before the check
@@ -1051,7 +1033,7 @@ def test_a_file_gone_for_a_moment_during_the_check_is_not_taken_unchecked(tmp_pa
     monkeypatch.setattr(tls, "_read", gone_for_the_check)
     with pytest.raises(ValueError) as refused:
         tls.load_pair(cert, key)
-    assert str(refused.value) == "the files changed while they were read (No such file or directory)"
+    assert str(refused.value) == refusal.format(key=key)
 
 
 # ---- the metrics endpoint ---------------------------------------------------------------------
