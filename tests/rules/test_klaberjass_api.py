@@ -426,6 +426,24 @@ def test_secret_cards_shrink_with_the_public_record():
     assert state.public_view()["table"]["revealed"][0] == ["KS", "QS", "JS"]
 
 
+def test_the_ace_of_spades_as_information_card_and_the_dealers_exchanged_turn_up_are_known():
+    """KL-2.9: the information card is public, also when it is the ace of spades (card id 0);
+    KL-4.3: the turn-up the dealer (seat 1 here) takes by exchanging is known to be in his hand.
+    Neither is a secret card for any audience, and seat 0 does not count the dealer's QS among
+    the cards he may be holding (kills the state.public_known mutants testing the information
+    card with ``> 0`` and dropping seat 1's revealed cards)."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("9S 8S QH TH 9H AD KD 7C TC".split(), "KS JS TS KH JH 8H 7H 9C QD".split(), "QS",
+                               info_card="AS"))
+    play_out(state, ["pass", "pass", "name:C", "keep", "exchange"])
+    assert state.zones()["info_card"] == mask("AS") and state.revealed(1) == mask("QS")
+    known = mask("AS QS 7C")
+    assert state.public_known() & known == known
+    for audience in (None, 0, 1):
+        assert not state.secret_cards(audience) & known, audience
+    assert state.secret_cards(0) & mask("AD KD") == mask("AD KD")
+
+
 def test_how_high_dialogue_reveals_the_named_sequences():
     """KL-5.5: ``top 9H`` with value 20 identifies 9H 8H 7H; ``higher AD`` identifies A K Q."""
     from tests.shared_paths import vectors
