@@ -382,6 +382,32 @@ def test_a_thrown_in_deal_leaves_no_hand_while_the_next_deck_is_awaited():
         assert (view["hand"], view["legal"], view["hand_sizes"], view["tricks_taken"]) == ([], [], [0, 0], [0, 0])
 
 
+def test_after_a_thrown_in_deal_every_card_is_secret_and_the_results_belong_to_the_caller():
+    """KL-3.5, KL-2.3: the thrown-in cards are gathered and reshuffled, so while the next deck
+    is awaited no seat knows where any card will be: ``secret_cards`` is the whole pack for
+    every audience (docs/games/klaberjass.md, Views: "between deals ... it is the whole pack"),
+    though the thrown-in hands were never played (kills the state.secret_cards mutant adding
+    the seat's hand outside a deal). ``deal_results`` answers a copy: a caller appending to it
+    changes nothing (kills the mutant returning the state's own list)."""
+    pack = sum(1 << c for c in GAME.pack)
+    state = fresh()
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    assert state.to_act() == CHANCE
+    assert [state.secret_cards(s) for s in (None, 0, 1)] == [pack, pack, pack]
+    state.deal_results().append({"thrown_in": False})
+    state.deal_details().append({"thrown_in": False})
+    assert state.deal_results() == state.deal_details() == [{"thrown_in": True}]
+    assert state.deal_number == 1
+
+
+@pytest.mark.parametrize("seat", [2, -1, None])
+def test_a_view_for_a_seat_the_game_does_not_have_is_refused(seat):
+    """KL-0.3: Klaberjass has seats 0 and 1 only; a view for any other seat is a ValueError
+    naming the seats, not a view (kills the state.view mutant accepting seat 2)."""
+    with pytest.raises(ValueError, match="klaberjass has seats 0 and 1"):
+        fresh().view(seat)
+
+
 def test_secret_cards_are_exact_before_the_second_deal():
     state = fresh()
     pack = sum(1 << c for c in GAME.pack)
