@@ -382,6 +382,32 @@ def test_a_thrown_in_deal_leaves_no_hand_while_the_next_deck_is_awaited():
         assert (view["hand"], view["legal"], view["hand_sizes"], view["tricks_taken"]) == ([], [], [0, 0], [0, 0])
 
 
+def test_after_a_thrown_in_deal_every_card_is_secret_and_the_results_belong_to_the_caller():
+    """KL-3.5, KL-2.3: the thrown-in cards are gathered and reshuffled, so while the next deck
+    is awaited no seat knows where any card will be: ``secret_cards`` is the whole pack for
+    every audience (docs/games/klaberjass.md, Views: "between deals ... it is the whole pack"),
+    though the thrown-in hands were never played (kills the state.secret_cards mutant adding
+    the seat's hand outside a deal). ``deal_results`` answers a copy: a caller appending to it
+    changes nothing (kills the mutant returning the state's own list)."""
+    pack = sum(1 << c for c in GAME.pack)
+    state = fresh()
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    assert state.to_act() == CHANCE
+    assert [state.secret_cards(s) for s in (None, 0, 1)] == [pack, pack, pack]
+    state.deal_results().append({"thrown_in": False})
+    state.deal_details().append({"thrown_in": False})
+    assert state.deal_results() == state.deal_details() == [{"thrown_in": True}]
+    assert state.deal_number == 1
+
+
+@pytest.mark.parametrize("seat", [2, -1, None])
+def test_a_view_for_a_seat_the_game_does_not_have_is_refused(seat):
+    """KL-0.3: Klaberjass has seats 0 and 1 only; a view for any other seat is a ValueError
+    naming the seats, not a view (kills the state.view mutant accepting seat 2)."""
+    with pytest.raises(ValueError, match="klaberjass has seats 0 and 1"):
+        fresh().view(seat)
+
+
 def test_secret_cards_are_exact_before_the_second_deal():
     state = fresh()
     pack = sum(1 << c for c in GAME.pack)
@@ -424,6 +450,24 @@ def test_secret_cards_shrink_with_the_public_record():
     state.apply("play:AS")
     assert not state.secret_cards(None) >> card_id("AS") & 1
     assert state.public_view()["table"]["revealed"][0] == ["KS", "QS", "JS"]
+
+
+def test_the_ace_of_spades_as_information_card_and_the_dealers_exchanged_turn_up_are_known():
+    """KL-2.9: the information card is public, also when it is the ace of spades (card id 0);
+    KL-4.3: the turn-up the dealer (seat 1 here) takes by exchanging is known to be in his hand.
+    Neither is a secret card for any audience, and seat 0 does not count the dealer's QS among
+    the cards he may be holding (kills the state.public_known mutants testing the information
+    card with ``> 0`` and dropping seat 1's revealed cards)."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("9S 8S QH TH 9H AD KD 7C TC".split(), "KS JS TS KH JH 8H 7H 9C QD".split(), "QS",
+                               info_card="AS"))
+    play_out(state, ["pass", "pass", "name:C", "keep", "exchange"])
+    assert state.zones()["info_card"] == mask("AS") and state.revealed(1) == mask("QS")
+    known = mask("AS QS 7C")
+    assert state.public_known() & known == known
+    for audience in (None, 0, 1):
+        assert not state.secret_cards(audience) & known, audience
+    assert state.secret_cards(0) & mask("AD KD") == mask("AD KD")
 
 
 def test_how_high_dialogue_reveals_the_named_sequences():
