@@ -541,13 +541,9 @@ class KlaberjassState(State):
         own = [meld[0] + bonus[0], meld[1] + bonus[1]]  # melds (KL-5.7) and bonuses (KL-9.1)
         total = [own[0] + pts[0], own[1] + pts[1]]
         scored = [0, 0]
-        if total[m] > total[o]:  # KL-9.2
+        if total[m] > total[o]:  # KL-9.2; under trick_points too (KL-A17: own points, own melds)
             outcome = "maker_more"
-            if cfg.trick_scope:
-                scored[m] = total[m]
-                scored[o] = total[o]
-            else:
-                scored = total[:]
+            scored = total[:]
         elif total[m] == total[o]:  # KL-9.3
             outcome = "equal"
             if cfg.trick_scope:
