@@ -893,3 +893,15 @@ def test_the_states_follower_legal_cards_are_rules_follow_mask_gj_5_3_to_gj_5_5(
     for seed in range(3):
         random_match(GAME, seed, options, on_step=check)
     assert set(checked) == {R.NORMAL_LEAD, R.HIGH_JOKER_LEAD, R.LOW_JOKER_LEAD}
+
+
+def test_every_action_is_recorded_as_itself_there_is_no_private_choice_to_hide():
+    """State.public_action (rules/game.py): the id the session publishes and stores for an
+    action. Georgian Joker has no choice the rules keep private (its bids, trump and plays are
+    all public, GJ-3.5, GJ-4, GJ-5), so every legal action of a deal is recorded as it is."""
+    state = seed_deal()
+    while state.to_act() >= 0:
+        legal = state.legal_ids()
+        assert [state.public_action(a) for a in legal] == legal
+        state.apply_id(legal[-1])
+    assert state.to_act() == CHANCE

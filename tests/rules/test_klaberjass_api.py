@@ -104,14 +104,19 @@ def test_action_ids_follow_the_documented_layout_kl_a23():
 def test_malformed_actions_raise_and_change_nothing(text):
     state = fresh()
     before = json.dumps([state.view(0), state.view(1), state.zones(), len(state.history())])
-    with pytest.raises(MalformedAction):
+    with pytest.raises(MalformedAction) as info:
         state.apply(text)
     assert json.dumps([state.view(0), state.view(1), state.zones(), len(state.history())]) == before
+    # docs/api.md, Errors: MALFORMED_ACTION carries metadata ``action``, what was sent (State.apply)
+    assert info.value.details == {"action": text}
 
 
 def test_non_string_action_is_malformed():
-    with pytest.raises(MalformedAction):
+    """NOTATION sections 1 and 2: an action is one string; anything else is refused naming its
+    type (not its value), with what was sent as the ``action`` metadata (docs/api.md)."""
+    with pytest.raises(MalformedAction) as info:
         fresh().apply(None)  # type: ignore[arg-type]
+    assert (info.value.message, info.value.details) == ("an action is a string, got NoneType", {"action": "None"})
     with pytest.raises(MalformedAction):
         fresh().parse_action(["take"])  # type: ignore[arg-type]
 
@@ -119,8 +124,9 @@ def test_non_string_action_is_malformed():
 def test_well_formed_but_illegal_actions():
     state = fresh()
     for text in ("play:AS", "name:S", "exchange", "keep", "schmeiss", "declare", "play:KD:bella", "accept"):
-        with pytest.raises(IllegalAction):
+        with pytest.raises(IllegalAction) as info:
             state.apply(text)
+        assert info.value.details == {"action": text}  # docs/api.md, Errors: ILLEGAL_ACTION's metadata
     play_out(state, ["take", "keep", "keep"])
     with pytest.raises(IllegalAction):
         state.apply("play:KS")  # the dealer's card, the elder to lead
@@ -146,6 +152,24 @@ def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the
     assert state.to_act() == CHANCE and state.legal_ids() == []
     state = random_match(GAME, 7, {"kl_target_score": 1})
     assert state.to_act() == TERMINAL and state.legal_ids() == []
+
+
+def test_the_history_holds_the_deal_then_each_action_in_order_and_nobody_to_act_has_no_legal_actions():
+    """State.history (rules/game.py, the source of a state's transcript): the deck dealt,
+    then every action applied, by ``apply`` or the fast path's ``apply_id``, oldest first.
+    ``legal_actions()`` is ``[]`` while a deck is awaited and once the match is over (KL-10.3),
+    as ``legal_ids()`` is, never the strings of a stale list."""
+    state = GAME.new_state({}, first_dealer=1)
+    assert state.to_act() == CHANCE and state.legal_actions() == []
+    deck = deck_from_hands(DEALER.split(), ELDER.split(), "8H")
+    state.deal(deck)
+    first = state.apply("take")
+    second = state.legal_ids()[0]
+    state.apply_id(second)
+    assert state.history() == [("deal", tuple(card_id(c) for c in deck)), first, second]
+    assert state.action_str(first) == "take"  # apply returns the id it applied
+    done = random_match(GAME, 7, {"kl_target_score": 1})
+    assert done.to_act() == TERMINAL and done.legal_actions() == []
 
 
 # ---- options (section 11) ----------------------------------------------------------------------
@@ -227,6 +251,20 @@ def test_bad_options_name_the_option_and_the_allowed_values(raw, option):
         assert spec.allowed_text() in info.value.message
     else:
         assert "kl_target_score" in info.value.message  # the known options are listed
+
+
+def test_another_games_options_are_refused_as_unknown_options_and_its_own_come_back_as_they_are():
+    """Game.options (ARCHITECTURE.md section 3): a complete set of this game's options comes
+    back as it is (the same object), another game's validated set is refused as unknown
+    options (INVALID_OPTIONS naming the first of them), not taken as Klaberjass's and failing
+    later on a missing kl_ option."""
+    own = GAME.options({"kl_target_score": 1000})
+    assert GAME.options(own) is own
+    with pytest.raises(InvalidOptions) as info:
+        GAME.options(get_game("japanese_joker").options())
+    assert info.value.details["option"] == "reconnect_grace_s"
+    with pytest.raises(InvalidOptions):
+        GAME.new_state(get_game("jojotte").options())
 
 
 def test_bad_first_dealer():

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import gzip
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -773,6 +775,34 @@ def test_a_status_carries_a_request_info_only_with_a_request_id():
     assert details("r-1") == ["google.rpc.ErrorInfo", "google.rpc.RequestInfo"]
 
 
+def test_a_status_lists_the_error_info_first_then_the_extra_detail_then_the_request_info():
+    """docs/api.md, Errors: the ErrorInfo is the first detail, a RATE_LIMITED status's RetryInfo
+    (an ABORTED one's View) the second, the RequestInfo the last (errors.to_status)."""
+    from google.rpc import status_pb2
+
+    from engine_service.transport.errors import RateLimited, classify, to_status
+    status = to_status(classify(RateLimited(1.5, "seat")), "r-7")
+    (blob,) = [value for key, value in status.trailing_metadata if key == "grpc-status-details-bin"]
+    details = status_pb2.Status.FromString(blob).details
+    assert [d.type_url.rpartition("/")[2] for d in details] == [
+        "google.rpc.ErrorInfo", "google.rpc.RetryInfo", "google.rpc.RequestInfo"]
+
+
+@pytest.mark.parametrize("number, code", [(errno.EMFILE, grpc.StatusCode.UNAVAILABLE),
+                                          (errno.ENFILE, grpc.StatusCode.UNAVAILABLE),
+                                          (errno.ENOMEM, grpc.StatusCode.INTERNAL),
+                                          (errno.ENOBUFS, grpc.StatusCode.INTERNAL)])
+def test_only_emfile_and_enfile_in_a_call_are_out_of_file_descriptors(number, code):
+    """errors.OUT_OF_DESCRIPTORS (the table of errors.py: "OSError EMFILE / ENFILE"): a call
+    that found no file descriptor free is UNAVAILABLE / OUT_OF_FILE_DESCRIPTORS (docs/api.md,
+    retryable); any other OSError in a call, ENOMEM or ENOBUFS included, is a fault: INTERNAL,
+    logged with its traceback, its text not sent."""
+    from engine_service.transport.errors import classify
+    mapped = classify(OSError(number, os.strerror(number)))
+    assert (mapped.code, mapped.expected) == (code, code is grpc.StatusCode.UNAVAILABLE)
+    assert os.strerror(number) not in mapped.message
+
+
 def test_a_stale_sequence_without_a_view_is_still_aborted():
     """errors.classify: the caller's View rides along only when there is one."""
     from engine_service.transport.errors import classify
@@ -803,6 +833,31 @@ def test_a_session_error_naming_no_error_status_code_is_internal(code):
     mapped = classify(Odd("the session layer's own text", reason="ODD"))
     assert (mapped.code, mapped.reason, mapped.message, mapped.expected) == (
         grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
+
+
+def test_a_session_error_of_code_internal_keeps_its_reason_and_is_logged_as_a_fault():
+    """errors.classify: a session error naming INTERNAL (MATCH_CORRUPT: a stored match that
+    does not replay) is sent with its own reason (docs/api.md, Errors: INTERNAL, MATCH_CORRUPT,
+    "a server fault, logged with details on the server"), and is not ``expected``: the
+    servicer logs it with its traceback like any other fault."""
+    from engine_service.transport.errors import classify
+    mapped = classify(api.SessionError("match m1 does not replay", reason="MATCH_CORRUPT"))
+    assert (mapped.code, mapped.reason, mapped.expected) == (grpc.StatusCode.INTERNAL, "MATCH_CORRUPT", False)
+    assert classify(api.Unavailable("draining")).expected is True
+
+
+@pytest.mark.parametrize("key_kind", ["seat", "peer"])
+def test_a_rate_limited_status_names_its_bucket_in_metadata_and_message(key_kind):
+    """errors.RateLimited: RESOURCE_EXHAUSTED / RATE_LIMITED with metadata ``key_kind``
+    (docs/api.md, Errors: ``seat`` or ``peer``), its message naming the same bucket, and a
+    RetryInfo as the only extra detail."""
+    from engine_service.transport.errors import RateLimited, classify
+    mapped = classify(RateLimited(0.25, key_kind))
+    assert (mapped.code, mapped.reason, mapped.metadata) == (
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", {"key_kind": key_kind})
+    assert mapped.message == f"too many requests ({key_kind} rate limit): retry later"
+    (retry,) = mapped.details
+    assert retry.retry_delay.ToMilliseconds() == 250
 
 
 @pytest.mark.parametrize("delay_s, ms", [(0.0, 1), (0.0001, 1), (0.001, 1), (0.0011, 2), (1.5, 1500), (2.0004, 2001)])
