@@ -554,6 +554,28 @@ def test_JJ_6_4_void_in_the_led_suit_must_trump():
     assert plays(state) == ["JS", "9S", "7S"]
 
 
+def test_JJ_6_3_and_6_4_a_refused_card_names_the_rule_it_breaks_and_changes_nothing():
+    """JJ-6.3 / JJ-6.4 (JJ-6.8): a refused card play says why, for the actor's own hand and the
+    trick on the table: not held; must follow the led suit; must beat the led card when able;
+    void in the led suit, must trump. The state is left as it was."""
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH")  # seat 0 holds AH 7H: follow and beat
+    before = legal(state)
+    for action, reason in (("play:KS", "KS is not in your hand"),
+                           ("play:AD", "you must follow suit H (JJ-6.3)"),
+                           ("play:7H", "you must beat KH with a higher H (JJ-6.3)")):
+        with pytest.raises(IllegalAction) as err:
+            state.apply(action)
+        assert f"{action}: {reason}" == str(err.value)
+        assert legal(state) == before and state.to_act() == 0
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:AC")  # seat 0 has no club and holds trumps
+    with pytest.raises(IllegalAction) as err:
+        state.apply("play:AD")
+    assert str(err.value) == "play:AD: you have no C and must play a trump S (JJ-6.4)"
+    assert plays(state) == ["JS", "9S", "7S"]
+
+
 def test_JJ_6_5_void_without_trumps_plays_anything():
     state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")
     assert state.to_act() == 1
