@@ -318,3 +318,13 @@ def test_the_waiting_view_of_every_game_withholds_each_of_its_draw_keys_and_adds
                 **{k: v for k, v in public["table"].items() if v is not None}, **dict.fromkeys(game.draw_keys)}, game_id
     assert before_start({"table": {"first_dealer": 1, "trump": "H"}}, SPECTATOR, ("first_dealer", "elder"))["table"] == {
         "first_dealer": None, "trump": "H"}
+
+
+def test_secret_codes_finds_every_hidden_card_of_a_string_not_only_its_first():
+    """views.secret_codes keeps hidden cards out of the logs (GJ-11.6, JJK-9.5): a string naming
+    a public card before a hidden one (``QD then AS``), or two hidden ones, names them all."""
+    from engine_service.rules.cards import card_id
+
+    secret = (1 << card_id("AS")) | (1 << card_id("KH"))
+    assert secret_codes({"said": "play:QD then play:AS"}, secret) == {"AS"}
+    assert secret_codes(["AS,KH"], secret) == {"AS", "KH"}
