@@ -40,8 +40,11 @@ def admin_view(state: State) -> dict[str, Any]:
 
 def view_for(state: State, audience: Audience, make: ViewMaker | None = None) -> dict[str, Any]:
     """The view of ``audience``; ``make``: the state's ``view_maker()``, for several audiences
-    of one state."""
-    if isinstance(audience, int):
+    of one state. A seat is one of the game's (a bool or a seat out of range is no audience:
+    the rules core's views would read ``-1`` as the last seat and show its hand)."""
+    if isinstance(audience, int) and not isinstance(audience, bool):
+        if not 0 <= audience < state.game.num_seats:
+            raise ValueError(f"unknown audience {audience!r}: {state.game.id} has seats 0..{state.game.num_seats - 1}")
         return make(audience) if make is not None else state.view(audience)
     if audience == SPECTATOR:
         return make(None) if make is not None else state.public_view()

@@ -802,6 +802,19 @@ def test_a_sample_agrees_with_a_view_on_everything_the_view_says_and_nothing_mor
     assert view_agrees(None, None) and not view_agrees(0, None) and not view_agrees({}, [])
 
 
+def test_a_seats_view_outside_a_deal_has_the_public_views_empty_hand_and_legal_list():
+    """``views.with_seat`` with no hand or legal actions (None: no deal in play, the table
+    waits for its deck) keeps the public view's empty lists: a seat's view then names its seat
+    and shows an empty hand and no legal action, never None (docs/api.md, views)."""
+    from engine_service.rules import all_game_ids, get_game
+
+    for game_id in all_game_ids():
+        state = get_game(game_id).new_state(first_dealer=1)
+        for seat in range(state.game.num_seats):
+            for view in (state.view(seat), state.view_maker()(seat)):
+                assert (view["seat"], view["hand"], view["legal"]) == (seat, [], []), (game_id, seat)
+
+
 def test_a_json_copy_turns_tuples_into_lists_and_shares_no_container():
     """``views.json_copy`` (how a state's own records go into a view): dicts, lists and tuples
     as lists, copied all the way down, so the reader can change any part of its view without

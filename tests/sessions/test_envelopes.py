@@ -228,3 +228,103 @@ def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_
     # hidden from a spectator: every seat's hand, seat 0's too, and the stock
     assert hand_of_seat_0 and set(hand_of_seat_0) <= set(hidden)
     assert all(public_or_none({"hand": [code]}, state) is None for code in hidden)
+
+
+def _dealt(game_id, seed=7):
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import codes_of
+
+    state = get_game(game_id).new_state(first_dealer=1)
+    deck = list(state.game.pack)
+    random.Random(seed).shuffle(deck)
+    state.deal([codes_of(1 << c)[0] for c in deck])
+    return state
+
+
+@pytest.mark.parametrize("with_maker", [False, True])
+def test_a_seat_out_of_range_or_a_bool_is_no_audience_and_gets_no_hand(with_maker):
+    """views.view_for: a seat is one of the game's (ARCHITECTURE.md section 4: a seat, SPECTATOR
+    or ADMIN, anything else refused with ValueError). The rules core reads seat -1 as the last
+    seat (a list index), so a -1 answered with ``view(-1)`` would show the last seat's hand to
+    whoever is not that seat (GJ-11.1, JJK-9.5); True is no seat either."""
+    from engine_service.rules import all_game_ids
+
+    for game_id in all_game_ids():
+        state = _dealt(game_id)
+        make = state.view_maker() if with_maker else None
+        for audience in (-1, -state.game.num_seats, state.game.num_seats, True, False):
+            with pytest.raises(ValueError):
+                view_for(state, audience, make)
+
+
+def test_a_seats_view_is_its_own_with_or_without_the_states_view_maker():
+    """views.view_for gives seat ``s`` the rules core's ``view(s)`` (its own hand and legal
+    actions only, GJ-11.1/11.2), built by the ``make`` it is given when there is one (the
+    shared views of one state, ``State.view_maker``) and by ``state.view(s)`` otherwise (a past
+    state's view, LiveMatch.envelope)."""
+    from engine_service.rules import all_game_ids
+
+    for game_id in all_game_ids():
+        state = _dealt(game_id)
+        asked = []
+
+        def make(seat, _make=state.view_maker()):
+            asked.append(seat)
+            return _make(seat)
+
+        for seat in range(state.game.num_seats):
+            assert view_for(state, seat) == state.view(seat), (game_id, seat)
+            assert sorted(view_for(state, seat)["hand"]) == codes_of_hand(state, seat), (game_id, seat)
+            assert view_for(state, seat, make) == state.view(seat), (game_id, seat)
+        assert view_for(state, SPECTATOR, make) == state.public_view()
+        assert asked == [*range(state.game.num_seats), None], game_id
+
+
+def codes_of_hand(state, seat):
+    from engine_service.rules.cards import codes_of
+
+    return sorted(codes_of(state.zones().get(f"hand{seat}", 0)))
+
+
+def test_the_admin_view_is_the_public_view_plus_legal_zones_and_hands():
+    """views.admin_view (admin.proto InspectMatch): the public view, not a seat's (no seat, no
+    hand of its own), plus ``legal``, ``zones`` and ``hands``, each seat's hand at its index."""
+    from engine_service.rules import all_game_ids
+    from engine_service.sessions.views import ADMIN
+
+    for game_id in all_game_ids():
+        state = _dealt(game_id)
+        view = view_for(state, ADMIN)
+        public = state.public_view()
+        assert {k: v for k, v in view.items() if k not in ("legal", "zones", "hands")} == {
+            k: v for k, v in public.items() if k != "legal"}, game_id
+        assert view["legal"] == state.legal_actions() != []
+        assert [sorted(h) for h in view["hands"]] == [codes_of_hand(state, s) for s in range(state.game.num_seats)]
+
+
+def test_the_waiting_view_of_every_game_withholds_each_of_its_draw_keys_and_adds_none():
+    """views.before_start for every game (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9: the draw is made at
+    the creation): each of the game's ``draw_keys`` reads null in the table, every other key of
+    the table is the public view's, and a draw key the table does not have is not added."""
+    from engine_service.rules import all_game_ids, get_game
+
+    for game_id in all_game_ids():
+        game = get_game(game_id)
+        public = game.new_state(first_dealer=1).public_view()
+        for audience in (0, SPECTATOR):
+            table = before_start(public, audience, game.draw_keys)["table"]
+            assert set(table) == set(public["table"]), game_id
+            assert {k: v for k, v in table.items() if v is not None or k in game.draw_keys} == {
+                **{k: v for k, v in public["table"].items() if v is not None}, **dict.fromkeys(game.draw_keys)}, game_id
+    assert before_start({"table": {"first_dealer": 1, "trump": "H"}}, SPECTATOR, ("first_dealer", "elder"))["table"] == {
+        "first_dealer": None, "trump": "H"}
+
+
+def test_secret_codes_finds_every_hidden_card_of_a_string_not_only_its_first():
+    """views.secret_codes keeps hidden cards out of the logs (GJ-11.6, JJK-9.5): a string naming
+    a public card before a hidden one (``QD then AS``), or two hidden ones, names them all."""
+    from engine_service.rules.cards import card_id
+
+    secret = (1 << card_id("AS")) | (1 << card_id("KH"))
+    assert secret_codes({"said": "play:QD then play:AS"}, secret) == {"AS"}
+    assert secret_codes(["AS,KH"], secret) == {"AS", "KH"}

@@ -336,6 +336,23 @@ def test_the_session_layer_takes_an_action_of_64_characters_and_a_client_action_
     assert seq == 1
 
 
+def test_a_client_action_id_that_is_no_string_is_bad_client_action_id_and_changes_nothing():
+    """sessions/actions.py checks the request itself (docs/api.md, "Acting": a
+    ``client_action_id`` is a string of up to 128 printable characters): an id that is no
+    string (a caller of the session API, not the wire) is BAD_CLIENT_ACTION_ID, not a
+    TypeError, and nothing is applied."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            for bad in (None, 7, b"id"):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, bad)
+                assert (info.value.code, info.value.reason) == ("INVALID_ARGUMENT", "BAD_CLIENT_ACTION_ID")
+            assert (await mgr.get_match(match_id)).seq == 0
+    run(go())
+
+
 def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
     """A name or a termination reason with a control character is refused with the reason of
     its own field (BAD_NAME for the match and player names, BAD_TERMINATE_REASON for
