@@ -23,8 +23,21 @@ def json_copy(value: Any) -> Any:
 def views_from(common: dict[str, Any], seat_view: Callable[[dict[str, Any], int], dict[str, Any]]) -> ViewMaker:
     """A ``State.view_maker()`` over the public view ``common`` (what a spectator sees, the
     seat-dependent keys empty) and ``seat_view(common, seat)``, which adds a seat's own records
-    to a copy of it: every view shares ``common``'s values (views are read-only)."""
-    return lambda seat: common if seat is None else seat_view(common, seat)
+    to a copy of it: every view shares ``common``'s values (views are read-only).
+
+    A viewer that is no seat of the game (``common``'s ``hand_sizes`` count them) is a
+    ValueError: the states index their hands Python-style, so a seat -1 was the last seat and
+    ``True`` seat 1, each handed that seat's hand."""
+    seats = range(len(common["hand_sizes"]))
+
+    def view(seat: int | None) -> dict[str, Any]:
+        if seat is None:
+            return common
+        if type(seat) is not int or seat not in seats:
+            raise ValueError(f"a view is for a seat 0..{len(seats) - 1} or None (a spectator), not {seat!r}")
+        return seat_view(common, seat)
+
+    return view
 
 
 def with_seat(common: dict[str, Any], seat: int, hand: list[str] | None,

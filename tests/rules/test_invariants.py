@@ -64,6 +64,27 @@ def test_each_game_package_exports_the_registered_game(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_a_view_is_for_a_seat_of_the_game_or_a_spectator_only(game_id):
+    """``view(seat)`` and ``view_maker()(seat)`` refuse a viewer that is no seat (ValueError),
+    in a deal and between deals: the states index hands Python-style, so seat -1 was the last
+    seat and ``True`` seat 1, each shown that seat's hand (hidden information, docs/api.md)."""
+    game = get_game(game_id)
+    state = game.new_state()
+    dealt = game.new_state()
+    dealt.deal(shuffled(game, random.Random(7)))
+    for st in (state, dealt):
+        make = st.view_maker()
+        for seat in range(game.num_seats):
+            assert st.view(seat)["seat"] == make(seat)["seat"] == seat
+        assert st.view_maker()(None)["seat"] is None
+        for bad in (-1, -game.num_seats, game.num_seats, True, False, 1.0, "0"):
+            with pytest.raises(ValueError):  # Klaberjass and Japanese Joker word their own
+                st.view(bad)
+            with pytest.raises(ValueError, match="a view is for a seat"):
+                make(bad)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_a_new_match_waits_for_a_deck_dealt_by_the_seat_given_seat_0_by_default(game_id):
     """``Game.new_state``'s contract: a new match waits for its first deck (CHANCE) and that deal
     is dealt by ``first_dealer`` (Japanese Joker: its declarer), seat 0 when none is given. The
