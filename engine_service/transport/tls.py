@@ -99,7 +99,8 @@ class CertificateFiles:
             try:
                 stamps: tuple[_Stamp, _Stamp] | str = self._read_stamps()
             except OSError as exc:  # a file removed for a moment while it is replaced
-                stamps, error = "unreadable", f"cannot read {exc.filename}: {exc.strerror}"
+                error = f"cannot read {exc.filename}: {exc.strerror}"
+                stamps = error  # another file missing (or another error) is another state
             if stamps == self._stamps or stamps == self._refused:
                 return None
             if not isinstance(stamps, str):

@@ -807,6 +807,26 @@ def test_a_certificate_missing_again_after_a_renewal_is_warned_about_again(tmp_p
     assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_certificate_reloaded"] * 2
 
 
+def test_a_key_missing_after_a_missing_certificate_is_another_state_warned_about(tmp_path):
+    """docs/operations.md, TLS: tls_reload_failed once for a state of the files. A missing
+    certificate, then the certificate back and the key missing, are two states: the second
+    is warned about too, naming the key (every unreadable state counted as one, so the log's
+    last error named the certificate that was back)."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    pem_cert, pem_key = _pair(tmp_path, "only")
+    files, cert, key = _files_in_force(tmp_path, pem_cert, pem_key)
+    with capture_logs_with_context() as logs:
+        cert.unlink()
+        assert files.fetch() is None and files.fetch() is None
+        cert.write_bytes(pem_cert)
+        key.unlink()
+        assert files.fetch() is None and files.fetch() is None
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("tls_reload_failed", f"cannot read {cert}: No such file or directory"),
+        ("tls_reload_failed", f"cannot read {key}: No such file or directory")]
+
+
 def test_a_renewed_key_that_is_encrypted_is_refused_saying_so(tmp_path):
     """docs/operations.md, TLS: the key is unencrypted (gRPC takes no passphrase). A renewal
     that wrote an encrypted key is refused with that reason (tls_reload_failed's ``error``),
