@@ -2930,38 +2930,27 @@ def test_play_screen_after_a_two_player_resignation_and_a_refused_one():
             await pilot.pause()
             assert seat.left == [True] and str(app.query_one("#status").content) == "match over — press q to quit"
 
-        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
-        app = PlayApp(seat, await seat.summary())
+        # refused, the refusal is said, not "you resigned": the engine did not take it; not
+        # answered, it may have been taken: the events will say
+        for error, status in (
+                (cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "over", reason="MATCH_NOT_ACTIVE"),
+                 "resignation refused: MATCH_NOT_ACTIVE: over"),
+                (cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "connection refused"), PlayApp.RESIGN_LOST)):
+            seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
+            app = PlayApp(seat, await seat.summary())
 
-        async def leave_refused(resign=False):
-            seat.left.append(resign)
-            raise cg.CardGamesError(grpc.StatusCode.FAILED_PRECONDITION, "over", reason="MATCH_NOT_ACTIVE")
+            async def leave_failing(resign=False, seat=seat, error=error):
+                seat.left.append(resign)
+                raise error
 
-        seat.leave = leave_refused
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
-            await pilot.press("R", "R")
-            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
-            await pilot.pause()
-            assert app.is_running and app.return_code is None
-            # the refusal is said, not "you resigned": the engine did not take it
-            assert str(app.query_one("#status").content) == "resignation refused: MATCH_NOT_ACTIVE: over"
-
-        seat = _ScreenSeat(my_turn_view(["AS", "KS"], "japanese_joker"), game="japanese_joker")
-        app = PlayApp(seat, await seat.summary())
-
-        async def leave_unanswered(resign=False):
-            seat.left.append(resign)
-            raise cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "connection refused")
-
-        seat.leave = leave_unanswered
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
-            await pilot.press("R", "R")
-            await wait_for(pilot, lambda: seat.left, "the resignation", 5)
-            await pilot.pause()
-            # no answer: it may have been taken, the events will say
-            assert app.is_running and str(app.query_one("#status").content) == PlayApp.RESIGN_LOST
+            seat.leave = leave_failing
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions, "the actions", 5)
+                await pilot.press("R", "R")
+                await wait_for(pilot, lambda: seat.left, "the resignation", 5)
+                await pilot.pause()
+                assert app.is_running and app.return_code is None
+                assert str(app.query_one("#status").content) == status
 
     run(scenario(), timeout_s=60)
 
