@@ -18,7 +18,8 @@ watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls
 running, the metrics endpoint closes, the store is flushed and closed (its lock released
 after the ports, so a successor waiting for it finds them free), and the process exits 0. The same shutdown, with
 exit status 1, when the store loses the ownership of its database to another engine (the
-PostgreSQL store's lock session ended and another process took the lock).
+PostgreSQL store's lock session ended and another process took the lock); lost during the
+start, before the gRPC server started, it ends with status 1 without ever serving.
 """
 
 from __future__ import annotations
@@ -287,6 +288,14 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         shutdown_metrics()
         return EXIT_CONFIG
     assert http is not None  # every store's open() calls on_held (memory, SQLite, PostgreSQL)
+    if stop.is_set():
+        # another engine took the database during the start (the drain's signal handlers are
+        # not in yet, so only ownership_lost sets stop): never say SERVING for a database this
+        # engine no longer holds
+        http.close()
+        await manager.close()
+        log.info("exit", status=status)
+        return status
 
     limits = ServerLimits(
         max_receive_message_bytes=settings.max_receive_message_bytes,

@@ -267,6 +267,32 @@ def test_losing_the_database_to_another_engine_drains_and_exits_1(monkeypatch):
     assert _events(logs, "exit")[-1]["status"] == 1
 
 
+def test_losing_the_database_during_the_start_ends_with_exit_1_without_serving(monkeypatch):
+    """Another engine taking the database while this one resumes its matches (on_ownership_lost
+    before the gRPC server started) ends the start with status 1: health never says SERVING and
+    no `serving` line is written for a database the engine no longer holds."""
+    from engine_service import store as store_mod
+
+    real_open_store = store_mod.open_store
+
+    def open_and_lose(*args, **kwargs):
+        store = real_open_store(*args, **kwargs)
+        real_open = store.open
+
+        async def open_then_lose():
+            await real_open()
+            store.on_ownership_lost("the lock was taken by another engine")
+        store.open = open_then_lose
+        return store
+    monkeypatch.setattr(store_mod, "open_store", open_and_lose)
+
+    status, logs, _ = _serve([])
+    assert status == serve_cli.EXIT_OWNERSHIP_LOST
+    assert [line["event"] for line in logs if line["event"] in
+            ("stopping_ownership_lost", "serving", "exit")] == ["stopping_ownership_lost", "exit"]
+    assert _events(logs, "exit")[0]["status"] == 1
+
+
 @contextlib.contextmanager
 def _port_in_use():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
