@@ -339,6 +339,11 @@ def test_JJ_5_6_equal_sequences_in_suit_order_and_best_plus_one_scores_the_first
     st = M.settle((h, mask("QC", "JC", "TC")), 4, 0, winner_all_sequences=False)
     assert [s.suit for s in st.scored_sequences[0]] == [0, 1] and st.sequence_points == (40, 0)
     assert [s["suit"] for s in M.dialogue(st)[-1]["sequences"]] == ["S", "H"]
+    # the same for the declarer (seat 1) winning: his third sequence is neither scored nor shown
+    st = M.settle((mask("QC", "JC", "TC"), h), 4, 0, winner_all_sequences=False)
+    assert st.sequence_winner == 1 and [s.suit for s in st.scored_sequences[1]] == [0, 1]
+    assert st.sequence_points == (0, 40)
+    assert [s["suit"] for s in M.dialogue(st)[-1]["sequences"]] == ["S", "H"]
 
 
 def test_JJ_A20_split_runs_leaves_a_six_card_run_whole_and_a_split_trump_run_stays_trump():
