@@ -330,6 +330,22 @@ def test_JJ_5_6_a_players_best_sequence_is_his_trump_one_among_equals():
     assert st.sequence_winner == 0 and st.sequence_points == (40, 0)
 
 
+def test_JJ_5_6_equal_sequences_in_suit_order_and_best_plus_one_scores_the_first_two():
+    """JJ-5.6 ranking, equal ranks in suit order S H D C (``hand_sequences``' docstring): three
+    K-high runs of three at no-trump are listed spades, hearts, diamonds; with JJ-A19
+    ``jj_winner_sequences = best_plus_one`` the winner scores and states (JJ-5.9) the first two."""
+    h = mask("KD", "QD", "JD", "KH", "QH", "JH", "KS", "QS", "JS")
+    assert [s.suit for s in M.hand_sequences(h, 4, False)] == [0, 1, 2]
+    st = M.settle((h, mask("QC", "JC", "TC")), 4, 0, winner_all_sequences=False)
+    assert [s.suit for s in st.scored_sequences[0]] == [0, 1] and st.sequence_points == (40, 0)
+    assert [s["suit"] for s in M.dialogue(st)[-1]["sequences"]] == ["S", "H"]
+    # the same for the declarer (seat 1) winning: his third sequence is neither scored nor shown
+    st = M.settle((mask("QC", "JC", "TC"), h), 4, 0, winner_all_sequences=False)
+    assert st.sequence_winner == 1 and [s.suit for s in st.scored_sequences[1]] == [0, 1]
+    assert st.sequence_points == (0, 40)
+    assert [s["suit"] for s in M.dialogue(st)[-1]["sequences"]] == ["S", "H"]
+
+
 def test_JJ_A20_split_runs_leaves_a_six_card_run_whole_and_a_split_trump_run_stays_trump():
     """JJ-A20 ``jj_split_runs``: only a run of 7 or 8 is cut (a 6-card run scores 50 whole, more
     than 4 + 2 could); both pieces of a cut trump run are trump sequences (JJ-5.6 step 3)."""

@@ -223,6 +223,18 @@ def test_option_unbid_slam_in_nullo():
     assert score(c, kind=NULLO, declarer=1, tricks=(9, 0)).above == (100, 1000)
 
 
+def test_JJ_A28_A37_unbid_slam_in_nullo_goes_below_with_the_premiums():
+    """JJ-A37 with JJ-A28 (``jj_premium_line = below``: nullo 200, slam 500, failed slam 500 and
+    unbid slam 100 below): a made nullo's 200 and the opponent's 100 for his nine tricks are both
+    entered below; only the nullo penalties stay above (docs: documented choice 10)."""
+    c = cfg(jj_unbid_slam_in_nullo=True, jj_premium_line="below")
+    s = score(c, kind=NULLO, declarer=1, tricks=(0, 9))
+    assert s.below == (200, 100) and s.above == (0, 0)
+    # the nullo player (seat 0) took all nine: his 100 below, the 1000 penalty above for seat 1
+    s = score(c, kind=NULLO, declarer=1, tricks=(9, 0))
+    assert s.below == (100, 0) and s.above == (0, 1000)
+
+
 def test_JJ_A13_A37_unbid_slam_in_a_doubled_nullo_multiplied_with_scope_all():
     # JJ-A13 (scope all: unbid-slam premium multiplied) with JJ-A37: a doubled nullo made by
     # seat 0 gives him 200 x 2 = 400 and seat 1, who took all nine, 100 x 2 = 200 above
