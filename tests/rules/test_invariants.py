@@ -145,6 +145,29 @@ def test_an_unknown_game_id_of_any_type_is_unknown_game_naming_the_known_ids(bad
     assert GAMES[:4] == ["klaberjass", "jojotte", "georgian_joker", "japanese_joker"]
 
 
+def test_an_unknown_game_names_the_id_sent_in_its_details():
+    """docs/api.md, the ErrorInfo metadata of each reason: ``UNKNOWN_GAME`` carries ``game``
+    (what you sent); the transport copies a rules error's details into that metadata."""
+    from engine_service.rules import UnknownGame
+
+    with pytest.raises(UnknownGame) as err:
+        get_game("poker")
+    assert err.value.details == {"game": "poker"}
+
+
+def test_the_games_are_listed_in_the_built_in_order_whatever_order_they_registered_in(monkeypatch):
+    """``BUILTIN_MODULES`` is "the order they are listed to users" (rules/registry.py): a game
+    package imported before the registry's first use (by a bot, a test, a tool) registers
+    first, and must not move ahead in ``all_game_ids`` nor ``all_games`` (ListGames)."""
+    from engine_service.rules import registry
+
+    builtin = [m.rsplit(".", 1)[1] for m in registry.BUILTIN_MODULES]
+    registry.all_game_ids()  # every built-in game registered
+    monkeypatch.setattr(registry, "_GAMES", {g: registry._GAMES[g] for g in reversed(builtin)})
+    assert registry.all_game_ids() == builtin
+    assert [g.id for g in registry.all_games()] == builtin
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be

@@ -550,3 +550,35 @@ def test_the_admins_stream_of_a_delayed_match_gets_each_action_once_live_and_no_
     seq, admin, spec = run(go())
     assert [e.seq for e in admin] == list(range(1, seq + 1))
     assert [e.seq for e in spec] == list(range(1, seq - DELAY + 1))
+
+
+def test_a_watched_delayed_match_is_folded_once_and_then_stepped(monkeypatch):
+    """The spectators' position (delay.SpectatorCursor) is "advanced one action at a time as
+    the horizon moves (a fold from the nearest checkpoint only when it is first needed)": each
+    release steps on from where the last one stopped, never a fold of the log per action,
+    which would replay the whole match (from its last checkpoint) for every accepted action."""
+    from engine_service.sessions.match import LiveMatch
+
+    folds = []
+    fold = LiveMatch.fold
+
+    def counted(self, seq, *args, **kwargs):
+        folds.append(seq)
+        return fold(self, seq, *args, **kwargs)
+
+    monkeypatch.setattr(LiveMatch, "fold", counted)
+
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            spec = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            rng = random.Random(7)
+            for _ in range(10):
+                seq = await act_once(mgr, match_id, ps, rng)
+            await until(lambda: len(spec.actions()) >= seq - 2)
+            await spec.close()
+            return seq, [e.seq for e in spec.actions()]
+
+    seq, released = run(go())
+    assert seq == 10 and released == list(range(1, 9))
+    assert len(folds) <= 1, folds

@@ -125,6 +125,36 @@ def test_an_action_whose_write_failed_unwritten_is_settled_as_not_in_store_and_p
     assert settled == [("action_not_in_store", 0)]  # the match's seq: the action is not there
 
 
+def test_a_write_refused_because_the_engine_lost_its_database_is_unavailable_not_internal():
+    """docs/operations.md (``db_ownership_lost``): once another engine took the database, every
+    write is refused (OwnershipLost, a StoreError: store/base.py) while the engine drains; a
+    client's action then gets UNAVAILABLE / STORE_UNAVAILABLE like any store failure (its
+    retry goes to the engine that holds the database now), never INTERNAL."""
+    from engine_service.store import OwnershipLost
+
+    class LostOwnership(FailingAppends):
+        async def append_action(self, match_id, action, decks=(), end=None):
+            if self.fail_next:
+                self.fail_next = False
+                raise OwnershipLost("append_action refused: this engine lost the database to another engine")
+            return await super().append_action(match_id, action, decks, end)
+
+    store = LostOwnership()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.fail_next = True
+            with pytest.raises(SessionError) as refused:
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+            return refused.value, await store.load_match(match_id)
+
+    refused, stored = run(go())
+    assert (refused.code, refused.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert stored.actions == ()
+
+
 def test_a_store_outage_on_reads_is_unavailable_not_internal():
     """Section 5's error table: a store failure is UNAVAILABLE (retryable, reason
     STORE_UNAVAILABLE) for reads as it is for writes. A match read back from the store

@@ -143,6 +143,7 @@ def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(kind, 
         await st.close()
         return counted, batch, left
     counted, batch, left = run(go())
+    assert MAX_PRUNE_BATCH == 500  # as this docstring and SessionConfig.prune_batch's say
     assert counted.matches == MAX_PRUNE_BATCH + 1
     assert len(set(batch.match_ids)) == batch.counts.matches == MAX_PRUNE_BATCH and left.matches == 1
 

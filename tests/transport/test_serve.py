@@ -515,6 +515,30 @@ def test_an_os_or_value_error_of_the_stores_open_ends_the_start_with_exit_2(erro
     assert not _events(logs, "serving")
 
 
+@pytest.mark.parametrize("refusal", ["NotADatabase", "CorruptDatabase", "MigrationFailed", "DatabaseReadOnly"])
+def test_each_refusal_of_the_stores_open_ends_the_start_with_exit_2_and_store_unavailable(refusal, monkeypatch):
+    """docs/operations.md (When the database fails): a file that is no database of ours, a
+    damaged one, a migration refused and a database the engine cannot write each stop the
+    start with exit status 2 and one store_unavailable line with the store's message, never a
+    traceback; each is a StoreError (store/base.py) the start reports so."""
+    from engine_service import store as store_module
+    from engine_service.store import memory
+
+    error = getattr(store_module, refusal)(f"db.sqlite3 refused: {refusal}")
+    real_open = memory.MemoryStore.open
+
+    async def refusing_open(self) -> None:
+        await real_open(self)
+        raise error
+
+    monkeypatch.setattr(memory.MemoryStore, "open", refusing_open)
+    status, logs, _ = _serve([])
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["db"], e["error"]) for e in errors] == [("store_unavailable", "memory:", str(error))]
+    assert not _events(logs, "serving")
+
+
 def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
     """One error line names the bot asked for, the flag and variable, and the bots installed
     (test_process checks that the database is left as it was)."""
