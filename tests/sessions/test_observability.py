@@ -229,6 +229,20 @@ def test_a_memoized_child_is_the_series_of_its_own_metric():
     assert metrics.value("cardgames_turn_timeouts_total", {"game": "klaberjass"}) == 1
 
 
+def test_a_memoized_child_is_looked_up_through_labels_once():
+    """What ``Metrics.child`` is for (its docstring): the per-action and per-RPC paths do not
+    pay prometheus_client's ``labels()`` (validation, conversion, a lock) on every call; a
+    series is looked up through it once, then from the memo."""
+    metrics = Metrics()
+    real, calls = metrics.actions.labels, []
+    metrics.actions.labels = lambda *labels: calls.append(labels) or real(*labels)
+    for _ in range(3):
+        metrics.child(metrics.actions, "klaberjass", "player", "accepted").inc()
+    metrics.child(metrics.actions, "klaberjass", "bot", "accepted").inc()
+    assert calls == [("klaberjass", "player", "accepted"), ("klaberjass", "bot", "accepted")]
+    assert metrics.value("cardgames_actions_total", {"game": "klaberjass", "by": "player", "result": "accepted"}) == 3
+
+
 def test_json_log_lines():
     with configured_logging("json", "info") as stream:
         structlog.get_logger("engine_service.sessions").bind(match_id="m1", game="klaberjass").info(
