@@ -183,19 +183,30 @@ def test_each_watch_counts_under_its_audience():
 
 
 def test_metric_labels_never_hold_a_match_id():
+    """docs/operations.md, Metrics: labels are bounded sets, "never a match id or player";
+    nor a seat's token (hidden information) or the name its player gave, whatever the series."""
     metrics = Metrics()
 
     async def go():
         async with manager(metrics=metrics) as mgr:
             s = await mgr.create_match(CreateMatchRequest(game="jojotte"))
-            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+            joined = [await mgr.join_match(s.match_id, i, f"Player{i}Name") for i in range(2)]
+            ps = [mgr.authenticate(s.match_id, j.token) for j in joined]
             await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=5)
-            return s.match_id
+            return s.match_id, [j.token for j in joined]
 
-    match_id = run(go())
+    from engine_service.observability import metrics as M
+    from engine_service.rules.registry import all_game_ids
+
+    match_id, tokens = run(go())
+    secrets = [match_id, *tokens, "Player0Name", "Player1Name"]
+    closed = {"game": set(all_game_ids()), "status": M.ACTIVE_STATUSES, "outcome": M.OUTCOMES, "by": M.ACTORS,
+              "audience": M.AUDIENCES, "kind": M.EVENT_KINDS, "change": M.PRESENCE_CHANGES,
+              "policy": M.GRACE_POLICIES, "operation": M.STORE_OPERATIONS}
     for family in metrics.registry.collect():
         for sample in family.samples:
-            assert match_id not in json.dumps(sample.labels)
+            assert not [s for s in secrets if s in json.dumps(sample.labels)], sample
+            assert all(v in closed[k] for k, v in sample.labels.items() if k in closed), sample
             assert set(sample.labels) <= {"game", "status", "outcome", "by", "result", "audience", "kind",
                                           "change", "reason", "policy", "bot", "operation", "method", "code",
                                           "le"}
@@ -227,6 +238,20 @@ def test_a_memoized_child_is_the_series_of_its_own_metric():
     created.inc(2)
     assert metrics.value("cardgames_matches_created_total", {"game": "klaberjass"}) == 2
     assert metrics.value("cardgames_turn_timeouts_total", {"game": "klaberjass"}) == 1
+
+
+def test_a_memoized_child_is_looked_up_through_labels_once():
+    """What ``Metrics.child`` is for (its docstring): the per-action and per-RPC paths do not
+    pay prometheus_client's ``labels()`` (validation, conversion, a lock) on every call; a
+    series is looked up through it once, then from the memo."""
+    metrics = Metrics()
+    real, calls = metrics.actions.labels, []
+    metrics.actions.labels = lambda *labels: calls.append(labels) or real(*labels)
+    for _ in range(3):
+        metrics.child(metrics.actions, "klaberjass", "player", "accepted").inc()
+    metrics.child(metrics.actions, "klaberjass", "bot", "accepted").inc()
+    assert calls == [("klaberjass", "player", "accepted"), ("klaberjass", "bot", "accepted")]
+    assert metrics.value("cardgames_actions_total", {"game": "klaberjass", "by": "player", "result": "accepted"}) == 3
 
 
 def test_json_log_lines():

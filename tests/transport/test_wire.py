@@ -453,13 +453,16 @@ def test_lengths_at_the_varint_boundaries_are_protobufs_own(char, monkeypatch):
 def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
     """What value_bytes' exact-type fast paths pass on (wire._other_value) and the keys json_key
     converts: subclasses of str, int, float, dict, list and tuple as json.dumps writes them (a
-    str subclass as its characters, an IntEnum as its number), other mappings as objects, sets
+    str subclass as its characters, whatever its __str__ or encode say; an IntEnum as its number), other mappings as objects, sets
     and frozensets as sorted arrays; at the one-byte length boundary too."""
     import enum
 
     class Name(str):
         def __str__(self):
             return "not this"
+
+        def encode(self, *args, **kwargs):  # json.dumps writes the characters, not this either
+            return b"not this"
 
     class Seat(enum.IntEnum):
         NORTH = 3
