@@ -129,14 +129,16 @@ def test_the_closed_label_sets_at_0_are_the_values_the_metrics_table_names():
 
 
 def test_the_standard_process_and_python_gc_metrics_the_section_names_are_exported():
-    """"Plus the standard `process_*` (CPU, resident memory, open files) and `python_gc_*`
-    metrics": the open-files gauges feed an alert, the start time the long-GC-pauses one."""
+    """"Plus the standard `process_*` (CPU, resident memory, open files), `python_gc_*` and
+    `python_info` metrics": the open-files gauges feed an alert, the start time the
+    long-GC-pauses one, the interpreter's version tells a dashboard which Python serves."""
     exported = exported_metrics()
     for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
                  "process_max_fds", "process_start_time_seconds"):
         assert name in exported, name
     assert "`process_*`" in DOC and "`python_gc_*`" in DOC
     assert any(name.startswith("python_gc_") for name in exported), sorted(exported)
+    assert "`python_info`" in DOC and "python_info" in exported, sorted(exported)
 
 
 def _logged_events() -> dict[str, str]:
