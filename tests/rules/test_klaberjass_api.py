@@ -518,6 +518,19 @@ def test_how_high_dialogue_reveals_the_named_sequences():
     assert state.public_view()["table"]["revealed"] == [["9H", "8H", "7H"], ["AD", "KD", "QD"]]
 
 
+def test_hands_and_revealed_cards_are_listed_in_card_order():
+    """A view's ``hand`` and ``table.revealed`` list cards in card order, suits S H D C, then
+    A K Q J T 9 8 7 (``tables.ids_of``, ``KlaberjassState.hand_of``: "in card order"): the
+    elder's three scored sequences (KL-5.6) in spades, hearts and diamonds, clubs trump."""
+    elder = "9D 7H QS JD 8H AS TD KS 9H"
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("QC JC 8C KH QH AD KD 8S 7S".split(), elder.split(), "7C"))
+    play_out(state, ["take", "keep", "keep"])
+    in_order = ["AS", "KS", "QS", "9H", "8H", "7H", "JD", "TD", "9D"]
+    assert state.view(0)["hand"] == in_order == state.hand_of(0)
+    assert state.public_view()["table"]["revealed"] == [in_order, []]
+
+
 def test_view_carries_the_deal_actions_and_auction():
     state = fresh()
     play_out(state, ["pass", "take", "keep", "keep", "play:AS"])
