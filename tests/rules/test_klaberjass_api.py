@@ -340,13 +340,17 @@ def test_view_keys_and_private_parts():
 def test_the_table_names_the_first_dealer_and_the_elder(first_dealer):
     """docs/games/klaberjass.md (table keys ``first_dealer``, ``elder``): the match's first
     dealer (KL-2.1) stays in every view; the elder is ``1 - dealer``, and the dealer alternates
-    after a deal played out (KL-2.2)."""
+    after a deal played out (KL-2.2), already while the next deck is awaited."""
     state = GAME.new_state({}, first_dealer=first_dealer)
     assert state.public_view()["table"]["first_dealer"] == first_dealer
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
     state.apply("take")
     while state.to_act() != CHANCE:
         state.apply(GAME.auto_move(state.view(state.to_act())))
+    # While the next deck is awaited the views name the next deal's dealer and its elder.
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert (view["dealer"], view["table"]["elder"]) == (1 - first_dealer, first_dealer) == (
+            state.dealer(), 1 - state.dealer())
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
     for view in (state.view(0), state.view(1), state.public_view()):
         assert view["table"]["first_dealer"] == first_dealer
@@ -364,6 +368,23 @@ def test_the_elders_optional_statement_carries_its_length_under_length_compare_k
     assert state.public_view()["phase"] == "meld_declaration" and state.to_act() == 1
     for view in (state.view(0), state.view(1), state.public_view()):
         assert view["table"]["melds"] == [{"seat": 0, "say": "value", "value": 20, "length": 3}]
+
+
+def test_the_elders_optional_statement_of_a_split_run_is_its_top_piece_kl_a10_kl_a11_kl_a20():
+    """KL-A20 with KL-A10 and KL-A11: under ``kl_split_runs`` the elder's 7-card run A-8 of
+    spades is cut 4 + 3 (docs/games/klaberjass.md, documented choice 11: the cut with the most
+    points, even where keeping it whole would compare longer), so his statement, public before
+    the dealer chooses, is the top piece's ``value 50, length 4`` - the same event that opens the
+    dialogue once both have chosen."""
+    options = {"kl_meld_declaration": "optional", "kl_sequence_compare": "length", "kl_split_runs": True}
+    state = GAME.new_state(options, first_dealer=1)
+    state.deal(deck_from_hands("JH 9H AH TD 8D 7D 8C 7C KC".split(), "AS KS QS JS TS 9S 8S QH AD".split(), "8H"))
+    play_out(state, ["pass", "take", "keep", "keep", "declare"])
+    statement = {"seat": 0, "say": "value", "value": 50, "length": 4}
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["melds"] == [statement]
+    state.apply("declare")
+    assert state.public_view()["table"]["melds"][0] == statement
 
 
 @pytest.mark.parametrize("options, target", [({}, 500), ({"kl_target_score": 300}, 300)])
@@ -516,6 +537,19 @@ def test_how_high_dialogue_reveals_the_named_sequences():
     state.deal(vec["deck_top_first"])
     play_out(state, ["pass", "take", "keep", "keep"])
     assert state.public_view()["table"]["revealed"] == [["9H", "8H", "7H"], ["AD", "KD", "QD"]]
+
+
+def test_hands_and_revealed_cards_are_listed_in_card_order():
+    """A view's ``hand`` and ``table.revealed`` list cards in card order, suits S H D C, then
+    A K Q J T 9 8 7 (``tables.ids_of``, ``KlaberjassState.hand_of``: "in card order"): the
+    elder's three scored sequences (KL-5.6) in spades, hearts and diamonds, clubs trump."""
+    elder = "9D 7H QS JD 8H AS TD KS 9H"
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("QC JC 8C KH QH AD KD 8S 7S".split(), elder.split(), "7C"))
+    play_out(state, ["take", "keep", "keep"])
+    in_order = ["AS", "KS", "QS", "9H", "8H", "7H", "JD", "TD", "9D"]
+    assert state.view(0)["hand"] == in_order == state.hand_of(0)
+    assert state.public_view()["table"]["revealed"] == [in_order, []]
 
 
 def test_view_carries_the_deal_actions_and_auction():

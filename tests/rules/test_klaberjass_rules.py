@@ -452,6 +452,23 @@ def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
     assert out.revealed_mask == (mask("QS JS TS"), mask("QD JD TD"))
 
 
+@pytest.mark.parametrize("trump, winner", [(1, None), (0, 0)])
+def test_kl_5_5_a21_a_dealer_answering_same_names_only_four_cards_of_his_five_card_run(trump, winner):
+    """KL-5.5 step 3, KL-A21: the dealer's ``same QD`` after his stated 50 names QD and the
+    three cards below it, never the fifth card (8D) of his Q-8 run, when he does not win:
+    nobody scores (hearts trump, both plain) or the elder's trump Q-9 wins (spades trump). The
+    eight of diamonds stays secret to the elder in the view."""
+    elder, dealer = "QS JS TS 9S AH KC 7H 8C 7C", "QD JD TD 9D 8D KH 9H AC TC"
+    out = resolve([mask(elder), mask(dealer)], 0, trump)
+    assert out.winner == winner
+    assert [e["say"] for e in dialogue(out)[:4]] == ["value", "how_high", "top", "same"]
+    assert out.revealed_mask[1] == mask("QD JD TD 9D")
+    state = to_play(elder, dealer, "8S" if trump == 0 else "8H")
+    assert table(state)["revealed"][1] == ["QD", "JD", "TD", "9D"]
+    from engine_service.rules.cards import codes_of
+    assert "8D" in codes_of(state.secret_cards(0))
+
+
 def test_kl_5_5_how_high_names_each_players_best_sequence_whichever_seat_is_elder():
     """KL-5.5 step 3: ``top`` and ``same`` name the **best** sequence of each player (KL-5.4),
     not his other ones: QS-9S (50) against QD-9D (50), hearts trump, nobody scores; the elder's
