@@ -372,6 +372,26 @@ def test_structural_invariants(game_id):
                     assert c.to_act() in (CHANCE, TERMINAL) or 0 <= c.to_act() < game.num_seats
 
 
+#: docs/api.md, View `hand`: "in card order": suits S H D C, each from the ace down, jokers last.
+CARD_ORDER = [r + s for s in "SHDC" for r in "AKQJT9876"] + ["X1", "X2"]
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_every_hand_in_a_view_is_in_card_order(game_id):
+    """docs/api.md: a view's ``hand`` lists its cards in card order (suits S H D C, each from
+    the ace down, the jokers last), whatever order they were dealt or drawn in, for every game
+    and every seat, so that a client can show it as it comes."""
+    game = get_game(game_id)
+    hands = 0
+    for seed in range(4):
+        for state in iter_states(game, 5100 + seed):
+            for seat in range(game.num_seats):
+                hand = state.view(seat)["hand"]
+                assert hand == sorted(hand, key=CARD_ORDER.index), (seat, hand)
+                hands += len(hand) > 1
+    assert hands > 100
+
+
 def _play_on(state, rng: random.Random, steps: int) -> None:
     """Random legal actions (and random decks) for up to ``steps`` steps."""
     for _ in range(steps):
