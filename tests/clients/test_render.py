@@ -1242,3 +1242,43 @@ def test_the_event_lines_of_a_snapshot_a_presence_and_an_end_by_the_rules():
     assert line(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=7) == "   7 joined the table"
     assert line(kind=match_pb2.EVENT_KIND_PRESENCE, seq=8, seat=0, reason="bot_took_over") == "     ada: bot took over"
     assert line(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=9) == "   9 match ended (rules)"
+
+
+def test_only_a_bid_of_0_is_a_pass():
+    """GJ-4.2: "a bid of 0 is called pass"; a bid of 1 undertakes a trick and is no pass."""
+    def bid(number):
+        return cards_pb2.Action(notation=f"bid:{number}", kind=cards_pb2.ACTION_KIND_BID, number=number)
+
+    assert [render.action_text(bid(n)).plain for n in (0, 1, 2)] == ["bid 0 (pass)", "bid 1", "bid 2"]
+
+
+def test_a_slam_answer_names_its_strain_as_a_suit():
+    """JJ-4.4, NOTATION.md ``slam:S`` / ``slam:NT``: the declarer's slam answer reads as the
+    other calls naming a strain do (``name ♠``, ``trump ♠``), from its structured suit."""
+    from engine_service.transport.codec import action_message
+
+    assert render.action_text(action_message("slam:S"), _view("jojotte", {})).plain == "slam ♠"
+    assert render.action_text(action_message("slam:NT"), _view("jojotte", {})).plain == "slam NT"
+
+
+def test_a_column_play_clears_the_table_only_from_two_columns():
+    """JJK-4.2: from three or more columns an up card moves its own hidden card alone; JJK-4.3:
+    from exactly two it clears the table."""
+    def play(code):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code))
+
+    for count, note in ((5, "(column)"), (4, "(column)"), (3, "(column)"), (2, "(clears table)")):
+        view = _view("japanese_joker", {"columns_up": [["QS", "9C", "6H", "TD", "AS"][:count], []],
+                                        "column_counts": [count, 0]})
+        assert render.action_text(play("QS"), view).plain == f"play Q♠ {note}", count
+
+
+def test_an_open_seat_nobody_took_is_open_not_away():
+    """A seat is away when its player has no stream open (docs/api.md: "to step away, close
+    your watch stream"); an open seat nobody took has no player: it reads "(open)" alone."""
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, present=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=False, present=False)])
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
+    lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
+    assert lines[2].split() == ["seat", "1", "(open)", "0", "0"], lines
