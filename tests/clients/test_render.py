@@ -1282,3 +1282,21 @@ def test_an_open_seat_nobody_took_is_open_not_away():
     view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
     lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
     assert lines[2].split() == ["seat", "1", "(open)", "0", "0"], lines
+
+
+def test_the_result_line_names_the_player_you_and_writes_the_totals_as_json():
+    """The last line names the viewer's seat "you" among the winners, as every line of its
+    screen does, and writes the totals as JSON for scripts: Jo-Jotte's are an object (NOTATION.md
+    section 3: below, above, games_won), which Python's repr wrote with single quotes."""
+    import json
+    from google.protobuf import json_format
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+    summary.seats.add(seat=0, player_name="ada")
+    summary.seats.add(seat=1, player_name="bob")
+    totals = {"below": [510, 230], "above": [400, 0], "games_won": [2, 0]}
+    json_format.ParseDict({"winners": [0], "totals": totals, "outcome": "completed"}, summary.result)
+    line = render.result_line(summary, 0)
+    assert line.startswith("match m1 finished: winners you; totals {"), line
+    assert json.loads(line.split("totals ", 1)[1]) == totals, line
+    assert render.result_line(summary).startswith("match m1 finished: winners ada; ")
