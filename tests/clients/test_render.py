@@ -1300,3 +1300,12 @@ def test_the_result_line_names_the_player_you_and_writes_the_totals_as_json():
     assert line.startswith("match m1 finished: winners you; totals {"), line
     assert json.loads(line.split("totals ", 1)[1]) == totals, line
     assert render.result_line(summary).startswith("match m1 finished: winners ada; ")
+
+
+def test_a_jo_jotte_board_without_a_frozen_pot_has_no_pot_line():
+    """The Jo-Jotte table always carries ``match.pot`` (docs/games/jojotte.md), 0 while no tie
+    froze trick points (JJ-9.5): the board shows a pot line only when there is a pot."""
+    view = _view("jojotte", {"match": {"game_target": 80, "game_points": [0, 0], "pot": 0}})
+    assert "pot" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"match": {"game_target": 80, "game_points": [0, 0], "pot": 24}})
+    assert "pot: 24 (frozen" in plain(render.board(view, None, 0.0))
