@@ -1309,3 +1309,14 @@ def test_a_jo_jotte_board_without_a_frozen_pot_has_no_pot_line():
     assert "pot" not in plain(render.board(view, None, 0.0))
     view = _view("jojotte", {"match": {"game_target": 80, "game_points": [0, 0], "pot": 24}})
     assert "pot: 24 (frozen" in plain(render.board(view, None, 0.0))
+
+
+def test_the_last_klaberjass_deal_names_a_maker_in_seat_1():
+    """KL-9.1 to 9.4 compare the maker's deal total with the opponent's: the line names the
+    maker the deal result gives, whichever seat fixed the trump."""
+    kl_result = {"thrown_in": False, "trump": "C", "maker": 1, "melds": [0, 0], "card_points": [40, 122],
+                 "scored": [0, 162]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [40, 122], "outcome": "maker_more"}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    assert "last deal: trump ♣, maker seat 1: you 40, seat 1 122 — the maker has more" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
