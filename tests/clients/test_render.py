@@ -1320,3 +1320,16 @@ def test_the_last_klaberjass_deal_names_a_maker_in_seat_1():
     view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
     assert "last deal: trump ♣, maker seat 1: you 40, seat 1 122 — the maker has more" in " ".join(
         plain(render.board(view, None, 0.0)).split())
+
+
+def test_the_header_of_a_match_the_viewer_won_says_you():
+    """The viewer's seat is "you" on every line of its screen (seat_name), the winners of the
+    header's "match over" included; a spectator reads the player's name."""
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True, winners=[0],
+                          status=match_pb2.MATCH_STATUS_FINISHED)
+    assert render.header_text(over, summary, 0.0).plain.endswith("match over: you")
+    over.ClearField("seat")
+    assert render.header_text(over, summary, 0.0).plain.endswith("match over: ada")
