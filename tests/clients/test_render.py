@@ -1333,3 +1333,47 @@ def test_the_header_of_a_match_the_viewer_won_says_you():
     assert render.header_text(over, summary, 0.0).plain.endswith("match over: you")
     over.ClearField("seat")
     assert render.header_text(over, summary, 0.0).plain.endswith("match over: ada")
+
+
+def _play_event(seat, code, view, by=match_pb2.ACTOR_PLAYER):
+    from engine_service.transport.generated import card_games_pb2
+
+    return card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=8, seat=seat, view=view, by=by,
+        action=cards_pb2.Action(notation=f"play:{code}", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code=code)))
+
+
+def test_a_lead_with_the_card_that_ended_the_previous_deal_takes_no_trick():
+    """trick_won_by: a play completed a trick when the trick in progress is empty again after
+    it. The first lead of a deal may be the card its player ended the previous deal with
+    (``last_trick`` is that deal's final trick while ``trick_history`` is empty, docs/api.md):
+    that lead completed nothing."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[8, 9])
+    view.last_trick.plays.add(seat=1, card=cards_pb2.Card(code="7S"))
+    view.last_trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))
+    view.last_trick.winner, view.last_trick.points = 0, 11
+    view.trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))  # the new deal's lead
+    assert render.event_text(_play_event(0, "AS", view), None, 0).plain == "   8 you: play A♠"
+
+
+def test_an_event_trick_worth_no_card_points_says_plus_0():
+    """README: the event log says who took each trick, in Klaberjass and Jo-Jotte with the card
+    points it carried (``Trick.points``): a trick of sevens and eights carried none, "(+0)"."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[3, 3])
+    view.last_trick.plays.add(seat=1, card=cards_pb2.Card(code="7C"))
+    view.last_trick.plays.add(seat=0, card=cards_pb2.Card(code="8C"))
+    view.last_trick.winner, view.last_trick.points = 0, 0
+    assert render.event_text(_play_event(0, "8C", view), None, 0).plain == "   8 you: play 8♣  → trick to you (+0)"
+
+
+def test_an_auto_move_for_a_failed_bot_says_auto():
+    """docs/api.md: ``ACTOR_AUTO`` / ``bot_failed`` is the server's auto-move for a bot that
+    failed: on a bot seat the line says "(auto)", the bot's name alone would say its bot chose."""
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="search")])
+    view = match_pb2.View(game="georgian_joker", hand_sizes=[1, 1, 1, 1])
+    view.trick.plays.add(seat=1, card=cards_pb2.Card(code="9D"))
+    line = render.event_text(_play_event(1, "9D", view, by=match_pb2.ACTOR_AUTO), summary, None).plain
+    assert line == "   8 search bot (seat 1) (auto): play 9♦", line
