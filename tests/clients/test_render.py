@@ -1377,3 +1377,16 @@ def test_an_auto_move_for_a_failed_bot_says_auto():
     view.trick.plays.add(seat=1, card=cards_pb2.Card(code="9D"))
     line = render.event_text(_play_event(1, "9D", view, by=match_pb2.ACTOR_AUTO), summary, None).plain
     assert line == "   8 search bot (seat 1) (auto): play 9♦", line
+
+
+def test_the_last_jo_jotte_deal_counts_the_jo_jotte_in_its_parts():
+    """README: the last deal's line gives each player's deal total and its parts; a Jo-Jotte
+    total includes the jo-jotte (JJ-7.1, JJ-9.2), which goes beside the melds and tricks."""
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [110, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [20, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [110, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": None,
+            "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    assert "you 110 (jo-jotte 20, tricks 90), seat 1 72 — the declarer has more" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
