@@ -1242,3 +1242,151 @@ def test_the_event_lines_of_a_snapshot_a_presence_and_an_end_by_the_rules():
     assert line(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=7) == "   7 joined the table"
     assert line(kind=match_pb2.EVENT_KIND_PRESENCE, seq=8, seat=0, reason="bot_took_over") == "     ada: bot took over"
     assert line(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=9) == "   9 match ended (rules)"
+
+
+def test_only_a_bid_of_0_is_a_pass():
+    """GJ-4.2: "a bid of 0 is called pass"; a bid of 1 undertakes a trick and is no pass."""
+    def bid(number):
+        return cards_pb2.Action(notation=f"bid:{number}", kind=cards_pb2.ACTION_KIND_BID, number=number)
+
+    assert [render.action_text(bid(n)).plain for n in (0, 1, 2)] == ["bid 0 (pass)", "bid 1", "bid 2"]
+
+
+def test_a_slam_answer_names_its_strain_as_a_suit():
+    """JJ-4.4, NOTATION.md ``slam:S`` / ``slam:NT``: the declarer's slam answer reads as the
+    other calls naming a strain do (``name ♠``, ``trump ♠``), from its structured suit."""
+    from engine_service.transport.codec import action_message
+
+    assert render.action_text(action_message("slam:S"), _view("jojotte", {})).plain == "slam ♠"
+    assert render.action_text(action_message("slam:NT"), _view("jojotte", {})).plain == "slam NT"
+
+
+def test_a_column_play_clears_the_table_only_from_two_columns():
+    """JJK-4.2: from three or more columns an up card moves its own hidden card alone; JJK-4.3:
+    from exactly two it clears the table."""
+    def play(code):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code))
+
+    for count, note in ((5, "(column)"), (4, "(column)"), (3, "(column)"), (2, "(clears table)")):
+        view = _view("japanese_joker", {"columns_up": [["QS", "9C", "6H", "TD", "AS"][:count], []],
+                                        "column_counts": [count, 0]})
+        assert render.action_text(play("QS"), view).plain == f"play Q♠ {note}", count
+
+
+def test_an_open_seat_nobody_took_is_open_not_away():
+    """A seat is away when its player has no stream open (docs/api.md: "to step away, close
+    your watch stream"); an open seat nobody took has no player: it reads "(open)" alone."""
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, present=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=False, present=False)])
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
+    lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
+    assert lines[2].split() == ["seat", "1", "(open)", "0", "0"], lines
+
+
+def test_the_result_line_names_the_player_you_and_writes_the_totals_as_json():
+    """The last line names the viewer's seat "you" among the winners, as every line of its
+    screen does, and writes the totals as JSON for scripts: Jo-Jotte's are an object (NOTATION.md
+    section 3: below, above, games_won), which Python's repr wrote with single quotes."""
+    import json
+    from google.protobuf import json_format
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+    summary.seats.add(seat=0, player_name="ada")
+    summary.seats.add(seat=1, player_name="bob")
+    totals = {"below": [510, 230], "above": [400, 0], "games_won": [2, 0]}
+    json_format.ParseDict({"winners": [0], "totals": totals, "outcome": "completed"}, summary.result)
+    line = render.result_line(summary, 0)
+    assert line.startswith("match m1 finished: winners you; totals {"), line
+    assert json.loads(line.split("totals ", 1)[1]) == totals, line
+    assert render.result_line(summary).startswith("match m1 finished: winners ada; ")
+
+
+def test_a_jo_jotte_board_without_a_frozen_pot_has_no_pot_line():
+    """The Jo-Jotte table always carries ``match.pot`` (docs/games/jojotte.md), 0 while no tie
+    froze trick points (JJ-9.5): the board shows a pot line only when there is a pot."""
+    view = _view("jojotte", {"match": {"game_target": 80, "game_points": [0, 0], "pot": 0}})
+    assert "pot" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"match": {"game_target": 80, "game_points": [0, 0], "pot": 24}})
+    assert "pot: 24 (frozen" in plain(render.board(view, None, 0.0))
+
+
+def test_the_last_klaberjass_deal_names_a_maker_in_seat_1():
+    """KL-9.1 to 9.4 compare the maker's deal total with the opponent's: the line names the
+    maker the deal result gives, whichever seat fixed the trump."""
+    kl_result = {"thrown_in": False, "trump": "C", "maker": 1, "melds": [0, 0], "card_points": [40, 122],
+                 "scored": [0, 162]}
+    detail = {"bella": [0, 0], "trump_kqj": [0, 0], "deal_totals": [40, 122], "outcome": "maker_more"}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    assert "last deal: trump ♣, maker seat 1: you 40, seat 1 122 — the maker has more" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
+
+
+def test_the_header_of_a_match_the_viewer_won_says_you():
+    """The viewer's seat is "you" on every line of its screen (seat_name), the winners of the
+    header's "match over" included; a spectator reads the player's name."""
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True, winners=[0],
+                          status=match_pb2.MATCH_STATUS_FINISHED)
+    assert render.header_text(over, summary, 0.0).plain.endswith("match over: you")
+    over.ClearField("seat")
+    assert render.header_text(over, summary, 0.0).plain.endswith("match over: ada")
+
+
+def _play_event(seat, code, view, by=match_pb2.ACTOR_PLAYER):
+    from engine_service.transport.generated import card_games_pb2
+
+    return card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=8, seat=seat, view=view, by=by,
+        action=cards_pb2.Action(notation=f"play:{code}", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                card=cards_pb2.Card(code=code)))
+
+
+def test_a_lead_with_the_card_that_ended_the_previous_deal_takes_no_trick():
+    """trick_won_by: a play completed a trick when the trick in progress is empty again after
+    it. The first lead of a deal may be the card its player ended the previous deal with
+    (``last_trick`` is that deal's final trick while ``trick_history`` is empty, docs/api.md):
+    that lead completed nothing."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[8, 9])
+    view.last_trick.plays.add(seat=1, card=cards_pb2.Card(code="7S"))
+    view.last_trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))
+    view.last_trick.winner, view.last_trick.points = 0, 11
+    view.trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))  # the new deal's lead
+    assert render.event_text(_play_event(0, "AS", view), None, 0).plain == "   8 you: play A♠"
+
+
+def test_an_event_trick_worth_no_card_points_says_plus_0():
+    """README: the event log says who took each trick, in Klaberjass and Jo-Jotte with the card
+    points it carried (``Trick.points``): a trick of sevens and eights carried none, "(+0)"."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[3, 3])
+    view.last_trick.plays.add(seat=1, card=cards_pb2.Card(code="7C"))
+    view.last_trick.plays.add(seat=0, card=cards_pb2.Card(code="8C"))
+    view.last_trick.winner, view.last_trick.points = 0, 0
+    assert render.event_text(_play_event(0, "8C", view), None, 0).plain == "   8 you: play 8♣  → trick to you (+0)"
+
+
+def test_an_auto_move_for_a_failed_bot_says_auto():
+    """docs/api.md: ``ACTOR_AUTO`` / ``bot_failed`` is the server's auto-move for a bot that
+    failed: on a bot seat the line says "(auto)", the bot's name alone would say its bot chose."""
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada"),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="search")])
+    view = match_pb2.View(game="georgian_joker", hand_sizes=[1, 1, 1, 1])
+    view.trick.plays.add(seat=1, card=cards_pb2.Card(code="9D"))
+    line = render.event_text(_play_event(1, "9D", view, by=match_pb2.ACTOR_AUTO), summary, None).plain
+    assert line == "   8 search bot (seat 1) (auto): play 9♦", line
+
+
+def test_the_last_jo_jotte_deal_counts_the_jo_jotte_in_its_parts():
+    """README: the last deal's line gives each player's deal total and its parts; a Jo-Jotte
+    total includes the jo-jotte (JJ-7.1, JJ-9.2), which goes beside the melds and tricks."""
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "S", "holder": 0, "multiplier": 1},
+                 "below": [110, 0], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 0], "jo_jotte": [20, 0], "trick_points": [90, 72], "tricks": [5, 4],
+            "comparison": [110, 72], "outcome": "declarer_more", "pot_to": None, "game_winner": None,
+            "rubber_winner": None}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    assert "you 110 (jo-jotte 20, tricks 90), seat 1 72 — the declarer has more" in " ".join(
+        plain(render.board(view, None, 0.0)).split())
