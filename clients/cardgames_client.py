@@ -796,10 +796,11 @@ class FileArgument:
     """A file named on the command line (``--ca``, clients.play's ``--token-file``) with what
     was read from it as the command line was parsed. Read once: a pipe (``--ca <(...)``) gives
     its content to one reader only. ``str()`` is the path, for messages and the command lines
-    the clients print."""
+    the clients print; the repr leaves the value out (a ``--token-file``'s is the seat token, a
+    secret: never in a repr)."""
 
     path: str
-    value: Any
+    value: Any = field(repr=False)
 
     def __str__(self) -> str:
         return self.path

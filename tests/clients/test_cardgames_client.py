@@ -6,6 +6,7 @@ on the started view."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import random
@@ -1574,7 +1575,8 @@ def test_the_default_retry_policy_is_the_documented_one(monkeypatch):
 def test_no_object_of_the_library_shows_a_token_in_its_repr():
     """The admin token and a seat token never appear in a repr (a debugger, a logged object, a
     traceback that shows locals, as textual's does): AdminClient's dataclass repr showed the
-    admin token; SeatSession already left its token out."""
+    admin token; SeatSession already left its token out; the FileArgument of clients.play's
+    ``--token-file`` (in its parsed arguments) showed the seat token it read."""
     async def go():
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}")
         try:
@@ -1584,8 +1586,10 @@ def test_no_object_of_the_library_shows_a_token_in_its_repr():
         finally:
             await channel.close()
 
-    for text in asyncio.run(go()):
+    token_file = cg.FileArgument("seat.token", "seat-token-s3cret")
+    for text in asyncio.run(go()) + [repr(token_file), repr(argparse.Namespace(token_file=token_file))]:
         assert "s3cret" not in text, text
+    assert "seat.token" in repr(token_file)
 
 
 def committed_deal(cards: list[str], salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:

@@ -800,10 +800,11 @@ def test_a_target_whose_port_is_no_port_number_is_a_usage_error(module, args, ta
 @pytest.mark.parametrize("target", ["127.0.0.1:1", "[::1]:65535", "::1", "fe80::beef", "unix:/run/engine.sock",
                                     "unix:engine.sock", "dns:///engine.test:50051", "dns:engine.test", "engine.test",
                                     "unix-abstract:engine", "ipv4:127.0.0.1", "xds:///engine.test",
-                                    "google-c2p:///engine.test"])
+                                    "google-c2p:///engine.test", "UNIX:/run/engine.sock", "Unix:engine.sock"])
 def test_targets_whose_end_is_no_port_are_taken(target):
     """What follows the last ':' is a port only after a host (``[::1]`` in brackets): a bare
-    IPv6 address, a gRPC scheme's path or name and a target without a ':' are not refused."""
+    IPv6 address, a gRPC scheme's path or name and a target without a ':' are not refused;
+    gRPC reads a scheme in any case (``UNIX:/run/engine.sock`` reaches the socket)."""
     from clients.cardgames_client import target_arg
 
     assert target_arg(target) == target
