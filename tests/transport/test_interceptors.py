@@ -417,3 +417,13 @@ def test_a_request_id_is_drawn_for_a_call_without_metadata_or_with_a_value_that_
     assert request_id((("x-request-id", "web-42"),)) == "web-42"
     for metadata in (None, (("x-request-id", b"web-42"),)):
         assert re.fullmatch("[0-9a-f]{16}", request_id(metadata)), metadata
+
+
+def test_a_drawn_request_id_is_16_hex_digits_all_drawn():
+    """A drawn request id is 16 hex digits drawn here (docs/operations.md: "else 16 hex digits
+    the engine draws"), 64 bits that tell calls apart in the log: not a shorter draw padded
+    with zeros, whose leading digits would be the same for every call."""
+    drawn = {request_id(()) for _ in range(64)}
+    assert len(drawn) == 64
+    assert all(re.fullmatch("[0-9a-f]{16}", rid) for rid in drawn)
+    assert len({rid[:8] for rid in drawn}) > 1 and len({rid[0] for rid in drawn}) > 1
