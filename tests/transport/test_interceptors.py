@@ -182,8 +182,8 @@ async def test_the_calls_fields_ride_on_its_events_and_its_line_names_them_once(
     rpc line itself names them as its own fields, without a bound copy such as ``rpc``."""
 
     async def joined(request, context):
-        # as the servicer learns them; a note naming nothing changes nothing
-        for learnt in ({"match_id": "m1"}, {"seat": 2}, {"seq": 5}, {}):
+        # as the servicer learns them, in any order; a note naming nothing changes nothing
+        for learnt in ({"match_id": "m1"}, {"seq": 5}, {"seat": 2}, {}):
             current_rpc().note(**learnt)
         structlog.get_logger("test").info("seat_joined")
 
