@@ -182,8 +182,8 @@ async def test_the_calls_fields_ride_on_its_events_and_its_line_names_them_once(
     rpc line itself names them as its own fields, without a bound copy such as ``rpc``."""
 
     async def joined(request, context):
-        # as the servicer learns them; a note naming nothing changes nothing
-        for learnt in ({"match_id": "m1"}, {"seat": 2}, {"seq": 5}, {}):
+        # as the servicer learns them, in any order; a note naming nothing changes nothing
+        for learnt in ({"match_id": "m1"}, {"seq": 5}, {"seat": 2}, {}):
             current_rpc().note(**learnt)
         structlog.get_logger("test").info("seat_joined")
 
@@ -335,8 +335,11 @@ async def test_the_code_the_servicer_noted_is_the_lines_whatever_the_context_say
         rpc.code, rpc.reason = "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE"
         raise RuntimeError("aborted")
 
-    line, raised = await _rpc_line_of(refused, _Context())
-    assert (line["code"], line["reason"], type(raised)) == ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE", RuntimeError)
+    for said in (None, grpc.StatusCode.UNKNOWN):  # grpc's own code for what was raised
+        context = _Context()
+        context.status = said
+        line, raised = await _rpc_line_of(refused, context)
+        assert (line["code"], line["reason"], type(raised)) == ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE", RuntimeError)
 
 
 @run
@@ -417,3 +420,41 @@ def test_a_request_id_is_drawn_for_a_call_without_metadata_or_with_a_value_that_
     assert request_id((("x-request-id", "web-42"),)) == "web-42"
     for metadata in (None, (("x-request-id", b"web-42"),)):
         assert re.fullmatch("[0-9a-f]{16}", request_id(metadata)), metadata
+
+
+def test_a_drawn_request_id_is_16_hex_digits_all_drawn():
+    """A drawn request id is 16 hex digits drawn here (docs/operations.md: "else 16 hex digits
+    the engine draws"), 64 bits that tell calls apart in the log: not a shorter draw padded
+    with zeros, whose leading digits would be the same for every call."""
+    drawn = {request_id(()) for _ in range(64)}
+    assert len(drawn) == 64
+    assert all(re.fullmatch("[0-9a-f]{16}", rid) for rid in drawn)
+    assert len({rid[:8] for rid in drawn}) > 1 and len({rid[0] for rid in drawn}) > 1
+
+
+@run
+async def test_the_interceptors_own_refusals_note_their_code_and_reason_for_the_line():
+    """The calls the interceptor itself refuses, a request that does not parse and a response
+    over the send limit, note their code and reason as the servicer does (docs/api.md:
+    INVALID_ARGUMENT MALFORMED_REQUEST, RESOURCE_EXHAUSTED RESPONSE_TOO_LARGE with ``size``
+    and ``limit``): the line says them, whatever grpc's state of the call says."""
+
+    async def answer(request, context):
+        return b"x" * 11
+
+    handler = await _wrapped(grpc.unary_unary_rpc_method_handler(
+        answer, request_deserializer=lambda data: data.decode("ascii")), max_send_bytes=10)
+    seen = []
+    for data in (b"\xff", b"fits"):
+        context = _AbortingContext((("x-request-id", "web-9"),))
+        with structlog.testing.capture_logs() as logs:
+            with pytest.raises(grpc.aio.AbortError):
+                await handler.unary_unary(handler.request_deserializer(data), context)
+        [line] = [e for e in logs if e["event"] == "rpc"]
+        (blob,) = [v for k, v in context.aborted.trailing_metadata if k == "grpc-status-details-bin"]
+        info = error_details_pb2.ErrorInfo()
+        assert status_pb2.Status.FromString(blob).details[0].Unpack(info)
+        seen.append((line["code"], line["reason"], context.aborted.code, info.reason, dict(info.metadata)))
+    assert seen == [("INVALID_ARGUMENT", "MALFORMED_REQUEST", grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST", {}),
+                    ("RESOURCE_EXHAUSTED", "RESPONSE_TOO_LARGE", grpc.StatusCode.RESOURCE_EXHAUSTED,
+                     "RESPONSE_TOO_LARGE", {"size": "11", "limit": "10"})]

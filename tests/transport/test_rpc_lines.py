@@ -12,6 +12,8 @@ import structlog
 
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb
 
+from ..sessions.helpers import capture_logs_with_context
+
 from .harness import ADMIN_TOKEN, bearer, expect_error, run
 from .players import create_open_match
 from .test_service import served
@@ -39,7 +41,9 @@ def _where(line: dict) -> tuple:
 async def test_every_method_logs_the_match_seat_and_seq_it_concerned_and_no_token():
     async with served() as (_, srv):
         g, admin = srv.games, bearer(ADMIN_TOKEN)
-        with structlog.testing.capture_logs() as logs:
+        # with the fields bound to structlog's contextvars, as the service writes its lines:
+        # a token bound there would ride on every event logged on the call's behalf
+        with capture_logs_with_context() as logs:
             created = (await g.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))).match
             match_id = created.match_id
             got = (await g.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
