@@ -1338,3 +1338,26 @@ def test_an_installed_plugin_that_exits_at_import_is_left_out_not_the_end_of_the
     catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["exiting_plugin"], environ={}))
     assert [(f.plugin, f.stage) for f in catalog.failures] == [("exiting_plugin", "import")]
     assert "random" in catalog.entries
+
+
+def test_listbots_reasons_cut_a_path_holding_a_quote_to_its_file_name_too():
+    """docs/bots.md: a path pluggy's refusal names is cut to its file name in ListBots. A
+    directory whose name holds an apostrophe (repr then quotes the path with double quotes) or
+    a double quote was told whole to anyone who asked."""
+    import types
+
+    modules = []
+    for name, path in (("apostrophe", "/srv/o'brien/site-packages/apostrophe.py"),
+                       ("doublequote", '/srv/a"b/c\'d/doublequote.py')):
+        module = types.ModuleType(name)
+        module.__file__ = path
+        exec("def cardgames_bot():\n    return []\n", module.__dict__)
+        modules.append(module)
+    catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=modules, environ={}))
+    summaries = {f.plugin: f.summary for f in catalog.failures}
+    assert summaries == {
+        "apostrophe": "PluginValidationError: unknown hook 'cardgames_bot' in plugin "
+                      "<module 'apostrophe' from \"apostrophe.py\">",
+        "doublequote": "PluginValidationError: unknown hook 'cardgames_bot' in plugin "
+                       "<module 'doublequote' from 'doublequote.py'>"}, summaries
+    assert all("/srv/" in f.error for f in catalog.failures)  # the log's, whole
