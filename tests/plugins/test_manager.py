@@ -1361,3 +1361,41 @@ def test_listbots_reasons_cut_a_path_holding_a_quote_to_its_file_name_too():
         "doublequote": "PluginValidationError: unknown hook 'cardgames_bot' in plugin "
                        "<module 'doublequote' from 'doublequote.py'>"}, summaries
     assert all("/srv/" in f.error for f in catalog.failures)  # the log's, whole
+
+
+def test_a_hook_returning_an_empty_list_is_warned_as_offering_no_bots():
+    """docs/operations.md: ``bot_plugin_offers_no_bots``, a hook that returned ``None`` "or
+    nothing": an empty list or a generator that yields nothing is warned about as ``None`` is."""
+
+    class Empty:
+        @hookimpl
+        def cardgames_bots(self):
+            return []
+
+    class YieldsNothing:
+        @hookimpl
+        def cardgames_bots(self):
+            yield from ()
+
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=[Empty(), YieldsNothing()], environ={}))
+    warned = [(e["plugin"], e["returned"], e["log_level"]) for e in logs if e["event"] == "bot_plugin_offers_no_bots"]
+    assert warned == [("Empty", "list", "warning"), ("YieldsNothing", "generator", "warning")], warned
+    assert {"Empty", "YieldsNothing"} <= set(catalog.plugins) and catalog.failures == []
+
+
+def test_quiet_counts_what_a_plugin_printed_before_its_import_failed(tmp_path, monkeypatch, capsys):
+    """load_catalog ``quiet``: each plugin that printed is named in a
+    ``bot_plugin_output_discarded`` warning with the size of its output, one whose import then
+    raised as well (its output is discarded all the same)."""
+    (tmp_path / "prints_then_fails.py").write_text("import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+                                                   "raise RuntimeError('broken')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["prints_then_fails"], environ={}),
+                               quiet=True)
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("prints_then_fails", "import")]
+    assert capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"]) for e in logs
+            if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("prints_then_fails", len("out\n"), len("err\n"))], said
