@@ -282,7 +282,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-_QUOTED_PATH = re.compile(r"""(['"])/(?:[^'"/]*/)*([^'"/]*)\1""")
+# a segment holds any character but "/" and the quote that opened the path (repr quotes a path
+# holding an apostrophe with double quotes, and escapes a quote it cannot avoid with "\\")
+_QUOTED_PATH = re.compile(r"""(['"])/(?:(?:\\.|(?!\1)[^/\\])*/)*((?:\\.|(?!\1)[^/\\])*)\1""")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 

@@ -1288,3 +1288,114 @@ def test_a_plugin_exception_whose_message_cannot_be_read_is_a_failure_not_the_en
                       ("GamesRaise", "spec", "ValueError: bot 'unprintable-games': listing its games raised _Unprintable",
                        "ValueError: bot 'unprintable-games': listing its games raised _Unprintable")], failed
     assert [e["error"] for e in logs if e["event"] == "bot_plugin_failed"] == [f.error for f in catalog.failures]
+
+
+def test_a_time_limit_of_its_own_interruption_expiring_as_the_body_ends_interrupts_nothing():
+    """time_limit's ``interruption`` (the runner's, for an in-process bot) is the one a timer
+    going off as the body ends comes too late with: "it was in time", so nothing is raised, not
+    only when the interruption is the plugin load's own."""
+    class Late(BaseException):
+        pass
+
+    before = signal.getsignal(signal.SIGALRM)
+    late = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "disarm" and not late:
+            late.append(frame.f_code.co_name)
+            signal.raise_signal(signal.SIGALRM)  # our handler raises Late here, before disarm runs
+        return None
+
+    old_trace = sys.gettrace()
+    try:
+        with time_limit(30.0, Late):
+            sys.settrace(tracer)
+            done = True
+    finally:
+        sys.settrace(old_trace)
+    assert done and late == ["disarm"] and signal.getsignal(signal.SIGALRM) is before
+
+
+def test_the_catalog_names_its_bots_sorted_whatever_order_they_registered_in():
+    """BotHost.bots (ListBots): "Installed bots, sorted by name"; the catalog gives the names
+    in that order, though the essential ``random`` plugin registers first."""
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert next(iter(catalog.entries)) == "random" and "heuristic" in catalog.entries
+    assert catalog.names() == sorted(catalog.entries)
+
+
+def test_an_installed_plugin_that_exits_at_import_is_left_out_not_the_end_of_the_load(tmp_path, monkeypatch):
+    """docs/bots.md: a plugin that fails to import is left out and "the service starts without
+    it": an entry point's module body that calls ``sys.exit`` (a SystemExit, no Exception)
+    included, as a ``--plugin`` module's is."""
+    (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit('no token')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _found_first(monkeypatch, [("exiting", "exiting_plugin")])
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
+        ("exiting", "import", "SystemExit at exiting_plugin.py:2 in <module>")], catalog.failures
+    assert "random" in catalog.entries and "exiting" not in catalog.plugins
+    catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["exiting_plugin"], environ={}))
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("exiting_plugin", "import")]
+    assert "random" in catalog.entries
+
+
+def test_listbots_reasons_cut_a_path_holding_a_quote_to_its_file_name_too():
+    """docs/bots.md: a path pluggy's refusal names is cut to its file name in ListBots. A
+    directory whose name holds an apostrophe (repr then quotes the path with double quotes) or
+    a double quote was told whole to anyone who asked."""
+    import types
+
+    modules = []
+    for name, path in (("apostrophe", "/srv/o'brien/site-packages/apostrophe.py"),
+                       ("doublequote", '/srv/a"b/c\'d/doublequote.py')):
+        module = types.ModuleType(name)
+        module.__file__ = path
+        exec("def cardgames_bot():\n    return []\n", module.__dict__)
+        modules.append(module)
+    catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=modules, environ={}))
+    summaries = {f.plugin: f.summary for f in catalog.failures}
+    assert summaries == {
+        "apostrophe": "PluginValidationError: unknown hook 'cardgames_bot' in plugin "
+                      "<module 'apostrophe' from \"apostrophe.py\">",
+        "doublequote": "PluginValidationError: unknown hook 'cardgames_bot' in plugin "
+                       "<module 'doublequote' from 'doublequote.py'>"}, summaries
+    assert all("/srv/" in f.error for f in catalog.failures)  # the log's, whole
+
+
+def test_a_hook_returning_an_empty_list_is_warned_as_offering_no_bots():
+    """docs/operations.md: ``bot_plugin_offers_no_bots``, a hook that returned ``None`` "or
+    nothing": an empty list or a generator that yields nothing is warned about as ``None`` is."""
+
+    class Empty:
+        @hookimpl
+        def cardgames_bots(self):
+            return []
+
+    class YieldsNothing:
+        @hookimpl
+        def cardgames_bots(self):
+            yield from ()
+
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=[Empty(), YieldsNothing()], environ={}))
+    warned = [(e["plugin"], e["returned"], e["log_level"]) for e in logs if e["event"] == "bot_plugin_offers_no_bots"]
+    assert warned == [("Empty", "list", "warning"), ("YieldsNothing", "generator", "warning")], warned
+    assert {"Empty", "YieldsNothing"} <= set(catalog.plugins) and catalog.failures == []
+
+
+def test_quiet_counts_what_a_plugin_printed_before_its_import_failed(tmp_path, monkeypatch, capsys):
+    """load_catalog ``quiet``: each plugin that printed is named in a
+    ``bot_plugin_output_discarded`` warning with the size of its output, one whose import then
+    raised as well (its output is discarded all the same)."""
+    (tmp_path / "prints_then_fails.py").write_text("import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+                                                   "raise RuntimeError('broken')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["prints_then_fails"], environ={}),
+                               quiet=True)
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("prints_then_fails", "import")]
+    assert capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"]) for e in logs
+            if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("prints_then_fails", len("out\n"), len("err\n"))], said
