@@ -139,6 +139,15 @@ def test_view_has_the_common_keys_and_only_own_hand():
     json.dumps(v0)  # JSON-ready
 
 
+def test_view_table_options_are_the_non_default_ones_only():
+    """docs/games/jojotte.md (Views) and docs/api.md (``table.options``): Jo-Jotte's views list
+    only the options that differ from the defaults, in every audience's view."""
+    state = deal({"jj_game_target": 100, "jj_trick_value": "max_card"}, **PLAY_DEAL)
+    for v in (state.public_view(), state.view(0), state.view(1)):
+        assert v["table"]["options"] == {"jj_game_target": 100}
+    assert deal(**PLAY_DEAL).public_view()["table"]["options"] == {}
+
+
 def test_view_phase_and_auction_state_name_every_step():
     """The view's ``phase`` and ``table.auction_state`` at every step of a deal that visits each
     phase (docs/games/jojotte.md, Phases): the seven auction states of JJ-3.1 (``LATE_DBL`` with
