@@ -139,6 +139,40 @@ def test_view_has_the_common_keys_and_only_own_hand():
     json.dumps(v0)  # JSON-ready
 
 
+def test_view_table_options_are_the_non_default_ones_only():
+    """docs/games/jojotte.md (Views) and docs/api.md (``table.options``): Jo-Jotte's views list
+    only the options that differ from the defaults, in every audience's view."""
+    state = deal({"jj_game_target": 100, "jj_trick_value": "max_card"}, **PLAY_DEAL)
+    for v in (state.public_view(), state.view(0), state.view(1)):
+        assert v["table"]["options"] == {"jj_game_target": 100}
+    assert deal(**PLAY_DEAL).public_view()["table"]["options"] == {}
+
+
+TABLE_KEYS = {"options", "first_dealer", "non_dealer", "match", "last_deal", "auction_state", "turn_up",
+              "original_turn_up", "info_card", "auction", "contract", "exchange_window", "exchange",
+              "exchange_offer", "melds", "meld_category", "jo", "jo_jotte", "tricks", "trick_points",
+              "deal_actions"}
+
+
+def test_every_views_table_has_exactly_the_documented_keys_in_every_phase():
+    """docs/games/jojotte.md (Views): the ``table`` keys, the same in every phase (between deals
+    and after the match too) and for every audience; nothing else rides along in it."""
+    rng = random.Random(11)
+    state = GAME.new_state({"jj_meld_declaration": "optional", "jj_match_rubbers": 1}, first_dealer=0)
+    phases = set()
+    while True:
+        for v in (state.public_view(), state.view(0), state.view(1)):
+            assert set(v["table"]) == TABLE_KEYS, (v["phase"], set(v["table"]) ^ TABLE_KEYS)
+        phases.add(state.public_view()["phase"])
+        if state.to_act() == TERMINAL:
+            break
+        if state.to_act() == CHANCE:
+            state.deal(rng.sample(PACK32, 32))
+        else:
+            state.apply_id(rng.choice(state.legal_ids()))
+    assert {"auction", "exchange", "melds", "play", "deal", "over"} <= phases, phases
+
+
 def test_view_phase_and_auction_state_name_every_step():
     """The view's ``phase`` and ``table.auction_state`` at every step of a deal that visits each
     phase (docs/games/jojotte.md, Phases): the seven auction states of JJ-3.1 (``LATE_DBL`` with
