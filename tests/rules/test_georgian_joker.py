@@ -93,6 +93,12 @@ def test_seed_counterfactual_nika_trump_wins_gj_6_2(levan):
 
 # ---- GJ-1 deck -----------------------------------------------------------------------------------
 
+def test_four_players_each_for_themselves_gj_2_1():
+    """GJ-2.1: four seats, one score each (the session layer sizes tables by ``num_seats``)."""
+    assert GAME.num_seats == 4
+    assert len(random_match(GAME, 3, {"deal_schedule": "nines"}).result()["totals"]) == GAME.num_seats
+
+
 def test_pack_gj_1_1():
     codes = [CODES[c] for c in GAME.pack]
     assert len(codes) == 36 and "6S" not in codes and "6C" not in codes
@@ -482,6 +488,7 @@ def test_option_specs_gj_13():
     ({"high_joker_lead_trumpable": 1}, "high_joker_lead_trumpable"),
     ({"turn_time_s": 9}, "turn_time_s"),
     ({"turn_time_s": 121}, "turn_time_s"),
+    ({"reconnect_grace_s": 14}, "reconnect_grace_s"),
     ({"reconnect_grace_s": 601}, "reconnect_grace_s"),
     ({"reconnect_grace_s": True}, "reconnect_grace_s"),
     ({"kl_target_score": 500}, "kl_target_score"),
