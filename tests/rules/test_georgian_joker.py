@@ -479,6 +479,28 @@ def test_option_specs_gj_13():
     assert specs["moshla"].values == ("all_others", "single_premium_only", "off")
 
 
+def test_option_specs_cite_and_match_the_rulebook_table_gj_13():
+    """GJ-13: each option's rule ids are those of its row in the rulebook table (a spec may cite
+    a numbered rule under a section the table names, e.g. GJ-8.1 under GJ-8), and every row's
+    default and integer range are the spec's."""
+    from tests.shared_paths import shared_dir
+
+    text = (shared_dir() / "rules" / "georgian_joker.md").read_text()
+    rows = [line for line in text.split("## 13. Table options")[1].split("## 14.")[0].splitlines()
+            if line.startswith("| `")]
+    specs = {s.name: s for s in GAME.option_specs}
+    assert len(rows) == len(specs)
+    for row in rows:
+        name, allowed, default, rules = [c.strip() for c in row.strip("|").split("|")][:4]
+        spec = specs[name.strip("`")]
+        book = [r.strip() for r in rules.split(",")]
+        assert all(any(r == b or r.startswith(b + ".") for b in book) for r in spec.rules), name
+        assert all(any(r == b or r.startswith(b + ".") for r in spec.rules) for b in book), name
+        assert default.strip('`"') == str(spec.default).lower(), name
+        if allowed.startswith("integer"):
+            assert allowed == f"integer {spec.minimum}\u2013{spec.maximum}", name
+
+
 @pytest.mark.parametrize("raw,option", [
     ({"khishti_penalty": 200}, "khishti_penalty"),  # JSON string, not a number
     ({"khishti_penalty": "300"}, "khishti_penalty"),
