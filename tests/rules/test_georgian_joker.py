@@ -93,6 +93,12 @@ def test_seed_counterfactual_nika_trump_wins_gj_6_2(levan):
 
 # ---- GJ-1 deck -----------------------------------------------------------------------------------
 
+def test_four_players_each_for_themselves_gj_2_1():
+    """GJ-2.1: four seats, one score each (the session layer sizes tables by ``num_seats``)."""
+    assert GAME.num_seats == 4
+    assert len(random_match(GAME, 3, {"deal_schedule": "nines"}).result()["totals"]) == GAME.num_seats
+
+
 def test_pack_gj_1_1():
     codes = [CODES[c] for c in GAME.pack]
     assert len(codes) == 36 and "6S" not in codes and "6C" not in codes
@@ -473,6 +479,28 @@ def test_option_specs_gj_13():
     assert specs["moshla"].values == ("all_others", "single_premium_only", "off")
 
 
+def test_option_specs_cite_and_match_the_rulebook_table_gj_13():
+    """GJ-13: each option's rule ids are those of its row in the rulebook table (a spec may cite
+    a numbered rule under a section the table names, e.g. GJ-8.1 under GJ-8), and every row's
+    default and integer range are the spec's."""
+    from tests.shared_paths import shared_dir
+
+    text = (shared_dir() / "rules" / "georgian_joker.md").read_text()
+    rows = [line for line in text.split("## 13. Table options")[1].split("## 14.")[0].splitlines()
+            if line.startswith("| `")]
+    specs = {s.name: s for s in GAME.option_specs}
+    assert len(rows) == len(specs)
+    for row in rows:
+        name, allowed, default, rules = [c.strip() for c in row.strip("|").split("|")][:4]
+        spec = specs[name.strip("`")]
+        book = [r.strip() for r in rules.split(",")]
+        assert all(any(r == b or r.startswith(b + ".") for b in book) for r in spec.rules), name
+        assert all(any(r == b or r.startswith(b + ".") for r in spec.rules) for b in book), name
+        assert default.strip('`"') == str(spec.default).lower(), name
+        if allowed.startswith("integer"):
+            assert allowed == f"integer {spec.minimum}\u2013{spec.maximum}", name
+
+
 @pytest.mark.parametrize("raw,option", [
     ({"khishti_penalty": 200}, "khishti_penalty"),  # JSON string, not a number
     ({"khishti_penalty": "300"}, "khishti_penalty"),
@@ -482,6 +510,7 @@ def test_option_specs_gj_13():
     ({"high_joker_lead_trumpable": 1}, "high_joker_lead_trumpable"),
     ({"turn_time_s": 9}, "turn_time_s"),
     ({"turn_time_s": 121}, "turn_time_s"),
+    ({"reconnect_grace_s": 14}, "reconnect_grace_s"),
     ({"reconnect_grace_s": 601}, "reconnect_grace_s"),
     ({"reconnect_grace_s": True}, "reconnect_grace_s"),
     ({"kl_target_score": 500}, "kl_target_score"),

@@ -676,6 +676,15 @@ def test_must_trump_any_trump_when_void():
     assert st.public_view()["last_trick"]["winner"] == 1
 
 
+def test_a_follower_holding_both_jokers_lists_x1_before_x2_jjk_5_3():
+    """JJK-5.3: both jokers are always legal when following; the legal list is ascending by id
+    (tables.py), so ``X1`` comes before ``X2`` after the normal cards."""
+    st = GAME.position(trump="H", hands=[[], ["X2", "7D", "X1"]], to_act=1, lead=("QD", None))
+    assert st.legal_actions() == ["play:7D", "play:X1", "play:X2"]
+    st = GAME.position(trump="H", hands=[[], ["X2", "9S", "X1"]], to_act=1, lead=("QD", None))
+    assert st.legal_actions() == ["play:9S", "play:X1", "play:X2"]
+
+
 def test_joker_lead_highest_of_named_suit_even_from_the_table():
     """JJK-5.4 step 2, A1: the single highest card of the named suit, wherever it lies."""
     st = GAME.position(trump="H", hands=[[], ["7C", "9S"]], columns=[[], [["AD", "QC"], ["6D", "KD"]]],

@@ -73,6 +73,23 @@ def test_JJ_1_5_quartets_rank_in_trump_order_in_a_suit_contract_and_plain_at_NT(
     assert M.settle((tens, kings), 4, 0).quartet_winner == 0  # NT plain: T over K
 
 
+@pytest.mark.parametrize("strain,nt_natural,order", [
+    (0, False, "J9ATKQ"), (2, False, "J9ATKQ"),  # JJ-1.5: suit contract, the trump-suit order
+    (4, False, "ATKQJ"),  # JJ-1.5 / JJ-A18: no-trump, plain order (default)
+    (4, True, "AKQJT"),  # JJ-A18 option jj_nt_quartet_order = natural
+])
+def test_JJ_1_5_every_quartet_rank_beats_the_next_one_in_its_order(strain, nt_natural, order):
+    """JJ-1.5 / JJ-5.5: of two neighbours in the quartet order, the higher quartet wins, whoever
+    defends."""
+    for hi, lo in zip(order, order[1:]):
+        hands = (mask(*(hi + s for s in "SHDC")), mask(*(lo + s for s in "SHDC")))
+        for defender in (0, 1):
+            st = M.settle(hands, strain, defender, nt_natural=nt_natural)
+            assert st.quartet_winner == 0, (hi, lo, defender)
+            st = M.settle(hands[::-1], strain, defender, nt_natural=nt_natural)
+            assert st.quartet_winner == 1, (hi, lo, defender)
+
+
 def test_JJ_1_6_and_JJ_2_1_draw_higher_card_deals():
     ids = [card_id(c) for c in ("AS", "KH")]
     assert GAME.draw_first_dealer(ids) == 0

@@ -320,6 +320,20 @@ def test_the_waiting_view_of_every_game_withholds_each_of_its_draw_keys_and_adds
         "first_dealer": None, "trump": "H"}
 
 
+def test_the_waiting_view_of_a_nines_georgian_match_withholds_the_trump_chooser_gj_2_2_gj_3_5():
+    """GJ-2.2, GJ-3.5: with ``deal_schedule = nines`` the first deal's trump chooser (the
+    forehand) is set at the creation, and it tells the drawn first dealer: the waiting view
+    nulls it like the other draw keys."""
+    from engine_service.rules import get_game
+
+    game = get_game("georgian_joker")
+    public = game.new_state({"deal_schedule": "nines"}, first_dealer=1).public_view()
+    assert public["table"]["trump_chooser"] == 2
+    for audience in (0, SPECTATOR):
+        table = before_start(public, audience, game.draw_keys)["table"]
+        assert table["trump_chooser"] is None and table["forehand"] is None and table["first_dealer"] is None
+
+
 def test_secret_codes_finds_every_hidden_card_of_a_string_not_only_its_first():
     """views.secret_codes keeps hidden cards out of the logs (GJ-11.6, JJK-9.5): a string naming
     a public card before a hidden one (``QD then AS``), or two hidden ones, names them all."""
