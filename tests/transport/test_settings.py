@@ -353,6 +353,21 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
         "--db / CARDGAMES_DB must be set")
 
 
+def test_a_tls_file_the_system_cannot_open_for_any_reason_is_named_with_that_reason(tmp_path):
+    """Not only a missing file: any reason the system gives for not opening a TLS file (a
+    path through a regular file, a symbolic link that loops) is a setting error naming the
+    flag and the variable with that reason (_check_pem's docstring), not a traceback."""
+    plain = tmp_path / "plain.pem"
+    plain.write_text("-----BEGIN CERTIFICATE-----\n")
+    loop = tmp_path / "loop.pem"
+    loop.symlink_to(loop)
+    for path, reason in ((plain / "cert.pem", "Not a directory"),
+                         (loop, "Too many levels of symbolic links")):
+        with pytest.raises(ValueError) as info:
+            _parse(["--tls-cert", str(path), "--tls-key", str(plain)], {})
+        assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {path}: cannot read it ({reason})"
+
+
 def test_a_bad_environment_value_exits_2_and_only_stops_serve(monkeypatch, capsys):
     """A bad CARDGAMES_* value exited 1 (SystemExit with a message) while a bad flag exits 2;
     and it broke every command, replay included, because the serve flags read the environment
