@@ -137,6 +137,18 @@ def test_a_bad_flag_says_why(capsys):
                                     "must be 0 to 3600 seconds, not '-1'")
 
 
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.parse.__name__ in ("int", "float", "_turn_time")],
+                         ids=lambda s: s.name)
+def test_every_number_setting_says_a_word_is_not_a_number(setting):
+    """``CARDGAMES_PORT=http`` (the module docstring's example) gets the same plain reason
+    for every number setting, the turn time's included, not Python's "could not convert
+    string to float: 'http'"."""
+    whole = "whole " if setting.parse.__name__ == "int" else ""
+    with pytest.raises(ValueError) as refused:
+        _parse([], {setting.env: "http"})
+    assert str(refused.value) == f"environment variable {setting.env} ({setting.flag}): not a {whole}number: 'http'"
+
+
 #: Values refused for every setting of a kind: not finite, or beyond the setting's range.
 NOT_FINITE = ("nan", "inf", "-inf", "NaN", "1e999")
 
