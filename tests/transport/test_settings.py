@@ -759,6 +759,8 @@ SESSION_BOUNDS = [
     ("min_spectator_delay_actions", -1, 0),
     ("min_spectator_delay_actions", 201, 200),
     ("prune_interval_s", float("inf"), 0.001),
+    ("prune_interval_s", 0.0, 0.001),
+    *[("keep_finished_days", bad, 0.0) for bad in (-0.5, math.nan, float("inf"))],
 ]
 
 
