@@ -775,6 +775,14 @@ def test_session_config_refuses_a_value_out_of_its_range_and_names_the_field(nam
     assert getattr(SessionConfig(**{name: good}), name) == good
 
 
+def test_session_config_names_the_spectator_delay_range_it_enforces():
+    """A spectator delay past the longest (docs/operations.md: 0 to 200 actions) is refused
+    with that range in the message, as the flag's own refusal gives it."""
+    with pytest.raises(ValueError) as refused:
+        SessionConfig(min_spectator_delay_actions=201)
+    assert str(refused.value) == "invalid session settings: min_spectator_delay_actions must be 0..200"
+
+
 def test_session_config_names_every_bad_field_at_once():
     """Every problem is in the one error, so that a bad configuration is fixed in one go."""
     with pytest.raises(ValueError) as refused:
