@@ -137,6 +137,18 @@ def test_a_bad_flag_says_why(capsys):
                                     "must be 0 to 3600 seconds, not '-1'")
 
 
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.parse.__name__ in ("int", "float", "_turn_time")],
+                         ids=lambda s: s.name)
+def test_every_number_setting_says_a_word_is_not_a_number(setting):
+    """``CARDGAMES_PORT=http`` (the module docstring's example) gets the same plain reason
+    for every number setting, the turn time's included, not Python's "could not convert
+    string to float: 'http'"."""
+    whole = "whole " if setting.parse.__name__ == "int" else ""
+    with pytest.raises(ValueError) as refused:
+        _parse([], {setting.env: "http"})
+    assert str(refused.value) == f"environment variable {setting.env} ({setting.flag}): not a {whole}number: 'http'"
+
+
 #: Values refused for every setting of a kind: not finite, or beyond the setting's range.
 NOT_FINITE = ("nan", "inf", "-inf", "NaN", "1e999")
 
@@ -351,6 +363,21 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
     assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
         "invalid session settings: --time-scale / CARDGAMES_TIME_SCALE must be > 0; "
         "--db / CARDGAMES_DB must be set")
+
+
+def test_a_tls_file_the_system_cannot_open_for_any_reason_is_named_with_that_reason(tmp_path):
+    """Not only a missing file: any reason the system gives for not opening a TLS file (a
+    path through a regular file, a symbolic link that loops) is a setting error naming the
+    flag and the variable with that reason (_check_pem's docstring), not a traceback."""
+    plain = tmp_path / "plain.pem"
+    plain.write_text("-----BEGIN CERTIFICATE-----\n")
+    loop = tmp_path / "loop.pem"
+    loop.symlink_to(loop)
+    for path, reason in ((plain / "cert.pem", "Not a directory"),
+                         (loop, "Too many levels of symbolic links")):
+        with pytest.raises(ValueError) as info:
+            _parse(["--tls-cert", str(path), "--tls-key", str(plain)], {})
+        assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {path}: cannot read it ({reason})"
 
 
 def test_a_bad_environment_value_exits_2_and_only_stops_serve(monkeypatch, capsys):
@@ -732,6 +759,8 @@ SESSION_BOUNDS = [
     ("min_spectator_delay_actions", -1, 0),
     ("min_spectator_delay_actions", 201, 200),
     ("prune_interval_s", float("inf"), 0.001),
+    ("prune_interval_s", 0.0, 0.001),
+    *[("keep_finished_days", bad, 0.0) for bad in (-0.5, math.nan, float("inf"))],
 ]
 
 
@@ -744,6 +773,14 @@ def test_session_config_refuses_a_value_out_of_its_range_and_names_the_field(nam
         SessionConfig(**{name: bad})
     assert f"{name} must be" in str(refused.value)
     assert getattr(SessionConfig(**{name: good}), name) == good
+
+
+def test_session_config_names_the_spectator_delay_range_it_enforces():
+    """A spectator delay past the longest (docs/operations.md: 0 to 200 actions) is refused
+    with that range in the message, as the flag's own refusal gives it."""
+    with pytest.raises(ValueError) as refused:
+        SessionConfig(min_spectator_delay_actions=201)
+    assert str(refused.value) == "invalid session settings: min_spectator_delay_actions must be 0..200"
 
 
 def test_session_config_names_every_bad_field_at_once():
