@@ -36,7 +36,10 @@ def test_acknowledged_writes_survive_a_crash(pg_url):
         crash(st)  # no close(): the process dies right after the acknowledgement
 
     async def read():
-        st = PostgresStore(pg_url)
+        # a restarted engine waits for the dead one's lock session to end (--db-lock-wait-s):
+        # the server may not have ended it yet when the socket closed a moment ago (the test
+        # failed under load with StoreInUse, waiting 0 s)
+        st = PostgresStore(pg_url, lock_wait_s=5)
         await st.open()
         try:
             got = await st.load_match("m1")
