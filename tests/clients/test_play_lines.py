@@ -340,3 +340,141 @@ def test_watch_plain_prints_each_deal_once_as_the_table_and_the_drops_on_stderr(
     assert spectator.opened == [3]
     assert capsys.readouterr().err.splitlines() == [
         "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]
+
+
+def _turn(seq: int, to_act: int = 0):
+    """A Japanese Joker view of seat 0 at ``seq``, ``to_act`` to choose trump."""
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=to_act, hand_sizes=[6, 6], seq=seq,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H"))
+    return view
+
+
+def test_autoplay_does_not_act_on_another_seats_turn():
+    """--autoplay plays its own seat: a view whose turn is another seat's sends no action (one
+    the player never had to make)."""
+    import asyncio
+
+    session = _Session(_turn(3, to_act=1))
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == [], session.chosen
+
+
+def test_autoplay_acts_once_on_a_view_older_than_its_move():
+    """An event whose view is older than the seat's last move (the stream behind the move's
+    answer) is out of date: the turn it shows was played, and acting on it again sent a
+    second move the policy never chose for that position."""
+    import asyncio
+
+    from engine_service.transport.generated import card_games_pb2
+
+    events = [card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=19, view=_turn(19)),
+              card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=19, view=_turn(19))]
+    session = _Session(_turn(19), events, reply=20)
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S"], session.chosen
+
+
+def test_autoplay_ends_on_a_refused_move():
+    """A move the engine refuses (FAILED_PRECONDITION with its reason) ends --autoplay with the
+    error (main prints it, exit status 1), not skipped as if it were a dropped connection."""
+    import asyncio
+
+    import grpc
+    import pytest
+
+    from clients import cardgames_client as cg
+
+    class Refused(_Session):
+        async def act(self, decide, view):
+            self.chosen.append(decide(view))
+            raise cg.FailedPrecondition(grpc.StatusCode.FAILED_PRECONDITION, "not your turn", "NOT_YOUR_TURN")
+
+    session = Refused(_turn(4))
+    with pytest.raises(cg.CardGamesError, match="NOT_YOUR_TURN"):
+        asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+
+
+def test_autoplay_decides_again_after_a_move_lost_with_the_connection():
+    """A move the engine never answered (UNAVAILABLE, no reason: an engine restarting) does not
+    end --autoplay: the next heartbeat asks for the view, and the turn still its seat's is
+    played then; once played, later heartbeats send nothing more."""
+    import asyncio
+
+    import grpc
+
+    from clients import cardgames_client as cg
+    from engine_service.transport.generated import card_games_pb2
+
+    heartbeat = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=4)
+
+    class Restarting(_Session):
+        async def act(self, decide, view):
+            self.chosen.append(decide(view))
+            if len(self.chosen) == 1:
+                raise cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
+            return match_pb2.View(seq=5)
+
+        async def view(self):
+            return _turn(4)
+
+    snapshot = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=4, view=_turn(4))
+    session = Restarting(_turn(4), [snapshot, heartbeat, heartbeat])
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S", "trump:S"], session.chosen
+
+
+def test_the_way_back_names_a_private_token_file_never_the_token(tmp_path):
+    """The way back to a seat (module docstring: ``--match ID --token-file PATH``, "the seat token
+    saved to a file only you can read") repeats the connection flags, names a new 0600 file
+    holding the token and never the token itself; a token that came from ``--token-file`` is
+    that file's; without ``--target`` there is none (the match ends with the program's engine)."""
+    import argparse
+    import os
+    import shlex
+    import stat
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(match_id="M1", seat=1, token="s3cr3t-seat-token")
+    args = argparse.Namespace(target="h:1", tls=True, ca=SimpleNamespace(path="/ca.pem"), server_name="engine",
+                              token_file=None)
+    line = play.way_back(session, args, "h:1")
+    assert "s3cr3t" not in line, line
+    command = shlex.split(line.removeprefix("to return to your seat: "))
+    path = command[-1]
+    try:
+        assert command[:-1] == ["python", "-m", "clients.play", "--target", "h:1", "--tls", "--ca", "/ca.pem",
+                                "--server-name", "engine", "--match", "M1", "--token-file"], command
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(path, encoding="utf-8") as saved:
+            assert saved.read().strip() == "s3cr3t-seat-token"
+    finally:
+        os.unlink(path)
+    given = argparse.Namespace(target="h:1", tls=False, ca=None, server_name=None,
+                               token_file=SimpleNamespace(path=str(tmp_path / "seat.token")))
+    assert play.way_back(session, given, "h:1").endswith(
+        f"--target h:1 --match M1 --token-file {tmp_path / 'seat.token'}")
+    assert play.way_back(session, argparse.Namespace(target=None), "127.0.0.1:5") == play.OWN_ENGINE_ENDS
+
+
+def test_the_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
+    """Module docstring and --help: each combination below is a usage error (exit status 2,
+    argparse's), refused before any engine is started or reached."""
+    import pytest
+
+    token = tmp_path / "seat.token"
+    token.write_text("t0ken\n", encoding="utf-8")
+    t = str(token)
+    for argv in ([], ["--token-file", t], ["--match", "M1", "--token-file", t, "--seat", "1"],
+                 ["--match", "M1", "--token-file", t, "--name", "ada"], ["--match", "M1", "--lobby"],
+                 ["--match", "M1", "--list"], ["--match", "M1", "--game", "klaberjass"],
+                 ["--match", "M1", "--listed"], ["--match", "M1", "--turn-time", "30"],
+                 ["--game", "klaberjass", "--target", "h:1", "--db", "x.db"],
+                 ["--game", "klaberjass", "--seed", "3"], ["--game", "klaberjass", "--autoplay", "first", "--seed", "3"],
+                 ["--game", "klaberjass", "--reconnect-tries", "0"], ["--game", "klaberjass", "--reconnect-tries", "x"]):
+        with pytest.raises(SystemExit) as exit_:
+            play.main(argv)
+        assert exit_.value.code == 2, argv
+    capsys.readouterr()
