@@ -467,7 +467,7 @@ def test_the_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
     token = tmp_path / "seat.token"
     token.write_text("t0ken\n", encoding="utf-8")
     t = str(token)
-    for argv in ([], ["--token-file", t], ["--match", "M1", "--token-file", t, "--seat", "1"],
+    for argv in ([], ["--game", "klaberjass", "--token-file", t], ["--match", "M1", "--token-file", t, "--seat", "1"],
                  ["--match", "M1", "--token-file", t, "--name", "ada"], ["--match", "M1", "--lobby"],
                  ["--match", "M1", "--list"], ["--match", "M1", "--game", "klaberjass"],
                  ["--match", "M1", "--listed"], ["--match", "M1", "--turn-time", "30"],
@@ -478,3 +478,123 @@ def test_the_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
             play.main(argv)
         assert exit_.value.code == 2, argv
     capsys.readouterr()
+
+
+class _Table:
+    """A client as far as open_seat uses it: one Klaberjass-like game of ``seats`` seats; it
+    records the match created and the joins."""
+
+    target = "127.0.0.1:5"
+
+    def __init__(self, seats: int = 3) -> None:
+        self.seats = seats
+        self.created: dict | None = None
+        self.joined: list[tuple] = []
+
+    async def list_games(self):
+        return [match_pb2.GameInfo(id="georgian_joker", name="Georgian Joker", num_seats=self.seats)]
+
+    async def create_match(self, game, **kwargs):
+        self.created = dict(kwargs, game=game)
+        return match_pb2.MatchSummary(match_id="M1")
+
+    async def join(self, match_id, seat=None, player_name=None):
+        self.joined.append((match_id, seat, player_name))
+        class Session:
+            async def summary(self):
+                return match_pb2.MatchSummary(match_id=match_id)
+
+        return Session()
+
+
+def _new_table(**fields):
+    import argparse
+
+    values = dict(match=None, token_file=None, game="georgian_joker", seat=None, bots=None, option=None,
+                  name="ada", turn_time=None, listed=False)
+    values.update(fields)
+    return argparse.Namespace(**values)
+
+
+def test_a_new_match_seats_the_player_where_asked_among_the_bots_in_order():
+    """``--bots`` fill the other seats in seat order and ``--seat`` is the player's (module
+    docstring, --help); the table's ``--turn-time`` and ``--listed`` go to the match created,
+    and the player joins under ``--name``."""
+    import asyncio
+
+    client = _Table()
+    args = _new_table(seat=1, bots="heuristic,search", turn_time=30.0, listed=True)
+    asyncio.run(play.open_seat(client, args, Console(file=io.StringIO(), width=200)))
+    assert client.created["seats"] == ["heuristic", None, "search"], client.created
+    assert client.created["turn_time_s"] == 30.0 and client.created["listed"] is True, client.created
+    assert client.joined == [("M1", 1, "ada")], client.joined
+
+
+def test_too_few_bots_for_the_table_is_refused():
+    """One bot short of the other seats is an error naming how many to give, before any match is made."""
+    import asyncio
+
+    import pytest
+
+    client = _Table()
+    with pytest.raises(SystemExit, match="give 2 bots"):
+        asyncio.run(play.open_seat(client, _new_table(bots="heuristic"), Console(file=io.StringIO())))
+    assert client.created is None
+
+
+def test_joining_a_match_takes_the_seat_asked_for():
+    """``--match ID --seat N`` joins seat N (--help: the first open one without --seat)."""
+    import asyncio
+
+    client = _Table()
+    asyncio.run(play.open_seat(client, _new_table(match="M7", game=None, seat=2), Console(file=io.StringIO())))
+    assert client.joined == [("M7", 2, "ada")], client.joined
+
+
+def test_a_token_file_returns_to_the_seat_its_token_holds():
+    """``--match ID --token-file PATH``: the session's seat is the one the server's view names."""
+    import argparse
+    import asyncio
+    from types import SimpleNamespace
+
+    class Session:
+        seat = -1
+
+        async def view(self):
+            return match_pb2.View(game="klaberjass", seat=1, hand_sizes=[9, 9])
+
+        async def summary(self):
+            return match_pb2.MatchSummary(match_id="M1")
+
+    class Client:
+        def seat_session(self, match_id, seat, token):
+            return Session()
+
+    args = argparse.Namespace(match="M1", token_file=SimpleNamespace(path="/tmp/seat.token"), seat_token="t0ken")
+    session, _ = asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
+    assert session.seat == 1
+
+
+def test_a_seat_token_file_holds_one_header_safe_token(tmp_path):
+    """read_seat_token: the token without its newline; an empty file, or one with spaces or
+    control characters, holds no seat token (a ValueError naming the file)."""
+    import pytest
+
+    path = tmp_path / "seat.token"
+    path.write_text("t0ken\n", encoding="utf-8")
+    assert play.read_seat_token(str(path)) == "t0ken"
+    for text in ("\n", "t0 ken\n", "t0\x01ken"):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match="the seat token file"):
+            play.read_seat_token(str(path))
+
+
+def test_a_lobby_seat_says_bot_open_or_who_sits_there_and_whether_away():
+    """lobby_seat_text (its docstring): ``search (bot)``, ``open``, ``ada``, ``ada (away)``."""
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_BOT, bot="search", taken=True)) == \
+        "search (bot)"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN)) == "open"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada",
+                                                   present=True)) == "ada"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True,
+                                                   player_name="ada")) == "ada (away)"
