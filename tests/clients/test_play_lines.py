@@ -598,3 +598,58 @@ def test_a_lobby_seat_says_bot_open_or_who_sits_there_and_whether_away():
                                                    present=True)) == "ada"
     assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True,
                                                    player_name="ada")) == "ada (away)"
+
+
+def test_an_option_is_name_equals_value_typed_by_the_game():
+    """``--option NAME=VALUE`` (--help): without ``=`` it is refused; a boolean is true or
+    false (``false`` is not true); an integer is within the API's int64."""
+    import pytest
+
+    game = match_pb2.GameInfo(id="japanese_joker", options=[
+        match_pb2.OptionSpec(name="flag", type=match_pb2.OPTION_TYPE_BOOL, allowed_text="true or false"),
+        match_pb2.OptionSpec(name="target_score", type=match_pb2.OPTION_TYPE_INT, allowed_text="1 to 99")])
+    assert play.parse_option("flag=false", game) == ("flag", False)
+    with pytest.raises(SystemExit, match="--option wants name=value"):
+        play.parse_option("flag", game)
+    assert play.parse_option("target_score=11", game) == ("target_score", 11)
+    with pytest.raises(SystemExit, match="target_score is an integer"):
+        play.parse_option(f"target_score={2 ** 63}", game)
+
+
+def test_the_default_name_is_guest_and_four_hex_digits():
+    """Without ``--name`` (module docstring): ``guest-`` and four random hex digits."""
+    import re
+
+    assert re.fullmatch(r"guest-[0-9a-f]{4}", play.default_name())
+
+
+def test_autoplay_random_is_repeatable_with_a_seed():
+    """``--seed`` seeds the choices of ``--autoplay random``: the same seed, the same choices;
+    across seeds it is not always the first legal action."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"))
+    console = Console(file=io.StringIO(), width=200)
+
+    def chosen(seed):
+        session = _Session(view)
+        asyncio.run(play.autoplay(session, "random", console, seed=seed))
+        return session.chosen
+
+    runs = [chosen(seed) for seed in range(8)]
+    assert runs == [chosen(seed) for seed in range(8)]
+    assert {tuple(run) for run in runs} != {("trump:S",)}, runs
+
+
+def test_quitting_a_match_on_the_programs_own_engine_says_it_ends_with_it():
+    """q mid-match without ``--target``: the last line says the match ends with the program's
+    engine, and offers no way back (there is none)."""
+    out = io.StringIO()
+    summary = match_pb2.MatchSummary(match_id="M1", status=match_pb2.MATCH_STATUS_ACTIVE, seq=7)
+    play.print_result(summary, 0, Console(file=out, width=300), way_back=play.OWN_ENGINE_ENDS)
+    assert out.getvalue().strip() == f"match M1 is still active (seq 7): you quit without resigning; " \
+        f"{play.OWN_ENGINE_ENDS}", out.getvalue()
