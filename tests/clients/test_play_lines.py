@@ -340,3 +340,316 @@ def test_watch_plain_prints_each_deal_once_as_the_table_and_the_drops_on_stderr(
     assert spectator.opened == [3]
     assert capsys.readouterr().err.splitlines() == [
         "connection lost (UNAVAILABLE: Socket closed): reconnecting", "connection back after 1 try: catching up"]
+
+
+def _turn(seq: int, to_act: int = 0):
+    """A Japanese Joker view of seat 0 at ``seq``, ``to_act`` to choose trump."""
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=to_act, hand_sizes=[6, 6], seq=seq,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H"))
+    return view
+
+
+def test_autoplay_does_not_act_on_another_seats_turn():
+    """--autoplay plays its own seat: a view whose turn is another seat's sends no action (one
+    the player never had to make)."""
+    import asyncio
+
+    session = _Session(_turn(3, to_act=1))
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == [], session.chosen
+
+
+def test_autoplay_acts_once_on_a_view_older_than_its_move():
+    """An event whose view is older than the seat's last move (the stream behind the move's
+    answer) is out of date: the turn it shows was played, and acting on it again sent a
+    second move the policy never chose for that position."""
+    import asyncio
+
+    from engine_service.transport.generated import card_games_pb2
+
+    events = [card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=19, view=_turn(19)),
+              card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=19, view=_turn(19))]
+    session = _Session(_turn(19), events, reply=20)
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S"], session.chosen
+
+
+def test_autoplay_ends_on_a_refused_move():
+    """A move the engine refuses (FAILED_PRECONDITION with its reason) ends --autoplay with the
+    error (main prints it, exit status 1), not skipped as if it were a dropped connection."""
+    import asyncio
+
+    import grpc
+    import pytest
+
+    from clients import cardgames_client as cg
+
+    class Refused(_Session):
+        async def act(self, decide, view):
+            self.chosen.append(decide(view))
+            raise cg.FailedPrecondition(grpc.StatusCode.FAILED_PRECONDITION, "not your turn", "NOT_YOUR_TURN")
+
+    session = Refused(_turn(4))
+    with pytest.raises(cg.CardGamesError, match="NOT_YOUR_TURN"):
+        asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+
+
+def test_autoplay_decides_again_after_a_move_lost_with_the_connection():
+    """A move the engine never answered (UNAVAILABLE, no reason: an engine restarting) does not
+    end --autoplay: the next heartbeat asks for the view, and the turn still its seat's is
+    played then; once played, later heartbeats send nothing more."""
+    import asyncio
+
+    import grpc
+
+    from clients import cardgames_client as cg
+    from engine_service.transport.generated import card_games_pb2
+
+    heartbeat = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=4)
+
+    class Restarting(_Session):
+        async def act(self, decide, view):
+            self.chosen.append(decide(view))
+            if len(self.chosen) == 1:
+                raise cg.Unavailable(grpc.StatusCode.UNAVAILABLE, "Socket closed")
+            return match_pb2.View(seq=5)
+
+        async def view(self):
+            return _turn(4)
+
+    snapshot = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_SNAPSHOT, seq=4, view=_turn(4))
+    session = Restarting(_turn(4), [snapshot, heartbeat, heartbeat])
+    asyncio.run(play.autoplay(session, "first", Console(file=io.StringIO(), width=200)))
+    assert session.chosen == ["trump:S", "trump:S"], session.chosen
+
+
+def test_the_way_back_names_a_private_token_file_never_the_token(tmp_path):
+    """The way back to a seat (module docstring: ``--match ID --token-file PATH``, "the seat token
+    saved to a file only you can read") repeats the connection flags, names a new 0600 file
+    holding the token and never the token itself; a token that came from ``--token-file`` is
+    that file's; without ``--target`` there is none (the match ends with the program's engine)."""
+    import argparse
+    import os
+    import shlex
+    import stat
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(match_id="M1", seat=1, token="s3cr3t-seat-token")
+    args = argparse.Namespace(target="h:1", tls=True, ca=SimpleNamespace(path="/ca.pem"), server_name="engine",
+                              token_file=None)
+    line = play.way_back(session, args, "h:1")
+    assert "s3cr3t" not in line, line
+    command = shlex.split(line.removeprefix("to return to your seat: "))
+    path = command[-1]
+    try:
+        assert command[:-1] == ["python", "-m", "clients.play", "--target", "h:1", "--tls", "--ca", "/ca.pem",
+                                "--server-name", "engine", "--match", "M1", "--token-file"], command
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(path, encoding="utf-8") as saved:
+            assert saved.read().strip() == "s3cr3t-seat-token"
+    finally:
+        os.unlink(path)
+    given = argparse.Namespace(target="h:1", tls=False, ca=None, server_name=None,
+                               token_file=SimpleNamespace(path=str(tmp_path / "seat.token")))
+    assert play.way_back(session, given, "h:1").endswith(
+        f"--target h:1 --match M1 --token-file {tmp_path / 'seat.token'}")
+    assert play.way_back(session, argparse.Namespace(target=None), "127.0.0.1:5") == play.OWN_ENGINE_ENDS
+
+
+def test_the_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
+    """Module docstring and --help: each combination below is a usage error (exit status 2,
+    argparse's), refused before any engine is started or reached."""
+    import pytest
+
+    token = tmp_path / "seat.token"
+    token.write_text("t0ken\n", encoding="utf-8")
+    t = str(token)
+    for argv in ([], ["--game", "klaberjass", "--token-file", t], ["--match", "M1", "--token-file", t, "--seat", "1"],
+                 ["--match", "M1", "--token-file", t, "--name", "ada"], ["--match", "M1", "--lobby"],
+                 ["--match", "M1", "--list"], ["--match", "M1", "--game", "klaberjass"],
+                 ["--match", "M1", "--listed"], ["--match", "M1", "--turn-time", "30"],
+                 ["--game", "klaberjass", "--target", "h:1", "--db", "x.db"],
+                 ["--game", "klaberjass", "--seed", "3"], ["--game", "klaberjass", "--autoplay", "first", "--seed", "3"],
+                 ["--game", "klaberjass", "--reconnect-tries", "0"], ["--game", "klaberjass", "--reconnect-tries", "x"]):
+        with pytest.raises(SystemExit) as exit_:
+            play.main(argv)
+        assert exit_.value.code == 2, argv
+    capsys.readouterr()
+
+
+class _Table:
+    """A client as far as open_seat uses it: one Klaberjass-like game of ``seats`` seats; it
+    records the match created and the joins."""
+
+    target = "127.0.0.1:5"
+
+    def __init__(self, seats: int = 3) -> None:
+        self.seats = seats
+        self.created: dict | None = None
+        self.joined: list[tuple] = []
+
+    async def list_games(self):
+        return [match_pb2.GameInfo(id="georgian_joker", name="Georgian Joker", num_seats=self.seats)]
+
+    async def create_match(self, game, **kwargs):
+        self.created = dict(kwargs, game=game)
+        return match_pb2.MatchSummary(match_id="M1")
+
+    async def join(self, match_id, seat=None, player_name=None):
+        self.joined.append((match_id, seat, player_name))
+        class Session:
+            async def summary(self):
+                return match_pb2.MatchSummary(match_id=match_id)
+
+        return Session()
+
+
+def _new_table(**fields):
+    import argparse
+
+    values = dict(match=None, token_file=None, game="georgian_joker", seat=None, bots=None, option=None,
+                  name="ada", turn_time=None, listed=False)
+    values.update(fields)
+    return argparse.Namespace(**values)
+
+
+def test_a_new_match_seats_the_player_where_asked_among_the_bots_in_order():
+    """``--bots`` fill the other seats in seat order and ``--seat`` is the player's (module
+    docstring, --help); the table's ``--turn-time`` and ``--listed`` go to the match created,
+    and the player joins under ``--name``."""
+    import asyncio
+
+    client = _Table()
+    args = _new_table(seat=1, bots="heuristic,search", turn_time=30.0, listed=True)
+    asyncio.run(play.open_seat(client, args, Console(file=io.StringIO(), width=200)))
+    assert client.created["seats"] == ["heuristic", None, "search"], client.created
+    assert client.created["turn_time_s"] == 30.0 and client.created["listed"] is True, client.created
+    assert client.joined == [("M1", 1, "ada")], client.joined
+
+
+def test_too_few_bots_for_the_table_is_refused():
+    """One bot short of the other seats is an error naming how many to give, before any match is made."""
+    import asyncio
+
+    import pytest
+
+    client = _Table()
+    with pytest.raises(SystemExit, match="give 2 bots"):
+        asyncio.run(play.open_seat(client, _new_table(bots="heuristic"), Console(file=io.StringIO())))
+    assert client.created is None
+
+
+def test_joining_a_match_takes_the_seat_asked_for():
+    """``--match ID --seat N`` joins seat N (--help: the first open one without --seat)."""
+    import asyncio
+
+    client = _Table()
+    asyncio.run(play.open_seat(client, _new_table(match="M7", game=None, seat=2), Console(file=io.StringIO())))
+    assert client.joined == [("M7", 2, "ada")], client.joined
+
+
+def test_a_token_file_returns_to_the_seat_its_token_holds():
+    """``--match ID --token-file PATH``: the session's seat is the one the server's view names."""
+    import argparse
+    import asyncio
+    from types import SimpleNamespace
+
+    class Session:
+        seat = -1
+
+        async def view(self):
+            return match_pb2.View(game="klaberjass", seat=1, hand_sizes=[9, 9])
+
+        async def summary(self):
+            return match_pb2.MatchSummary(match_id="M1")
+
+    class Client:
+        def seat_session(self, match_id, seat, token):
+            return Session()
+
+    args = argparse.Namespace(match="M1", token_file=SimpleNamespace(path="/tmp/seat.token"), seat_token="t0ken")
+    session, _ = asyncio.run(play.open_seat(Client(), args, Console(file=io.StringIO())))
+    assert session.seat == 1
+
+
+def test_a_seat_token_file_holds_one_header_safe_token(tmp_path):
+    """read_seat_token: the token without its newline; an empty file, or one with spaces or
+    control characters, holds no seat token (a ValueError naming the file)."""
+    import pytest
+
+    path = tmp_path / "seat.token"
+    path.write_text("t0ken\n", encoding="utf-8")
+    assert play.read_seat_token(str(path)) == "t0ken"
+    for text in ("\n", "t0 ken\n", "t0\x01ken"):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match="the seat token file"):
+            play.read_seat_token(str(path))
+
+
+def test_a_lobby_seat_says_bot_open_or_who_sits_there_and_whether_away():
+    """lobby_seat_text (its docstring): ``search (bot)``, ``open``, ``ada``, ``ada (away)``."""
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_BOT, bot="search", taken=True)) == \
+        "search (bot)"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN)) == "open"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada",
+                                                   present=True)) == "ada"
+    assert play.lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True,
+                                                   player_name="ada")) == "ada (away)"
+
+
+def test_an_option_is_name_equals_value_typed_by_the_game():
+    """``--option NAME=VALUE`` (--help): without ``=`` it is refused; a boolean is true or
+    false (``false`` is not true); an integer is within the API's int64."""
+    import pytest
+
+    game = match_pb2.GameInfo(id="japanese_joker", options=[
+        match_pb2.OptionSpec(name="flag", type=match_pb2.OPTION_TYPE_BOOL, allowed_text="true or false"),
+        match_pb2.OptionSpec(name="target_score", type=match_pb2.OPTION_TYPE_INT, allowed_text="1 to 99")])
+    assert play.parse_option("flag=false", game) == ("flag", False)
+    with pytest.raises(SystemExit, match="--option wants name=value"):
+        play.parse_option("flag", game)
+    assert play.parse_option("target_score=11", game) == ("target_score", 11)
+    with pytest.raises(SystemExit, match="target_score is an integer"):
+        play.parse_option(f"target_score={2 ** 63}", game)
+
+
+def test_the_default_name_is_guest_and_four_hex_digits():
+    """Without ``--name`` (module docstring): ``guest-`` and four random hex digits."""
+    import re
+
+    assert re.fullmatch(r"guest-[0-9a-f]{4}", play.default_name())
+
+
+def test_autoplay_random_is_repeatable_with_a_seed():
+    """``--seed`` seeds the choices of ``--autoplay random``: the same seed, the same choices;
+    across seeds it is not always the first legal action."""
+    import asyncio
+
+    from engine_service.transport.codec import action_message
+
+    view = match_pb2.View(game="japanese_joker", seat=0, to_act=0, hand_sizes=[6, 6], seq=1,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    view.legal_actions.extend(action_message(n) for n in ("trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"))
+    console = Console(file=io.StringIO(), width=200)
+
+    def chosen(seed):
+        session = _Session(view)
+        asyncio.run(play.autoplay(session, "random", console, seed=seed))
+        return session.chosen
+
+    runs = [chosen(seed) for seed in range(8)]
+    assert runs == [chosen(seed) for seed in range(8)]
+    assert {tuple(run) for run in runs} != {("trump:S",)}, runs
+
+
+def test_quitting_a_match_on_the_programs_own_engine_says_it_ends_with_it():
+    """q mid-match without ``--target``: the last line says the match ends with the program's
+    engine, and offers no way back (there is none)."""
+    out = io.StringIO()
+    summary = match_pb2.MatchSummary(match_id="M1", status=match_pb2.MATCH_STATUS_ACTIVE, seq=7)
+    play.print_result(summary, 0, Console(file=out, width=300), way_back=play.OWN_ENGINE_ENDS)
+    assert out.getvalue().strip() == f"match M1 is still active (seq 7): you quit without resigning; " \
+        f"{play.OWN_ENGINE_ENDS}", out.getvalue()
