@@ -489,13 +489,26 @@ def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_clos
         _metrics(started["port"])
 
 
+def _refusal(name: str) -> Exception:
+    from engine_service import store as store_module
+
+    return getattr(store_module, name)(f"db.sqlite3 refused: {name}")
+
+
 @pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error"),
-                                   ValueError("incomplete SQL statement in the schema")], ids=["OSError", "ValueError"])
-def test_an_os_or_value_error_of_the_stores_open_ends_the_start_with_exit_2(error, monkeypatch):
-    """serve_cli's docstring: an unusable database ends the process with exit status 2 and
-    one clear log line, never SERVING; an OSError or a ValueError the store's open lets
-    through (the SQLite store's schema check raises ValueError) as its StoreError does: one
-    store_unavailable line with the error, the metrics endpoint it had started closed again."""
+                                   ValueError("incomplete SQL statement in the schema"),
+                                   *map(_refusal, ["NotADatabase", "CorruptDatabase", "MigrationFailed",
+                                                   "DatabaseReadOnly"])],
+                         ids=["OSError", "ValueError", "NotADatabase", "CorruptDatabase", "MigrationFailed",
+                              "DatabaseReadOnly"])
+def test_each_refusal_of_the_stores_open_ends_the_start_with_exit_2_and_store_unavailable(error, monkeypatch):
+    """serve_cli's docstring and docs/operations.md (When the database fails): an unusable
+    database ends the process with exit status 2 and one store_unavailable line with the
+    store's message, never SERVING nor a traceback: a file that is no database of ours, a
+    damaged one, a migration refused and a database the engine cannot write (each a
+    StoreError, store/base.py), and an OSError or a ValueError the store's open lets through
+    (the SQLite store's schema check raises ValueError); the metrics endpoint it had started
+    is closed again."""
     from engine_service.store import memory
 
     real_open = memory.MemoryStore.open
@@ -512,30 +525,6 @@ def test_an_os_or_value_error_of_the_stores_open_ends_the_start_with_exit_2(erro
     started, = _events(logs, "metrics_server_started")
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
-    assert not _events(logs, "serving")
-
-
-@pytest.mark.parametrize("refusal", ["NotADatabase", "CorruptDatabase", "MigrationFailed", "DatabaseReadOnly"])
-def test_each_refusal_of_the_stores_open_ends_the_start_with_exit_2_and_store_unavailable(refusal, monkeypatch):
-    """docs/operations.md (When the database fails): a file that is no database of ours, a
-    damaged one, a migration refused and a database the engine cannot write each stop the
-    start with exit status 2 and one store_unavailable line with the store's message, never a
-    traceback; each is a StoreError (store/base.py) the start reports so."""
-    from engine_service import store as store_module
-    from engine_service.store import memory
-
-    error = getattr(store_module, refusal)(f"db.sqlite3 refused: {refusal}")
-    real_open = memory.MemoryStore.open
-
-    async def refusing_open(self) -> None:
-        await real_open(self)
-        raise error
-
-    monkeypatch.setattr(memory.MemoryStore, "open", refusing_open)
-    status, logs, _ = _serve([])
-    assert status == serve_cli.EXIT_CONFIG
-    errors = [line for line in logs if line["log_level"] == "error"]
-    assert [(e["event"], e["db"], e["error"]) for e in errors] == [("store_unavailable", "memory:", str(error))]
     assert not _events(logs, "serving")
 
 
