@@ -38,15 +38,17 @@ class LosesAcknowledgements(MemoryStore):
 
 
 class FailingAppends(MemoryStore):
-    """A store whose next append fails before anything is written (``fail_next``)."""
+    """A store whose next append fails before anything is written (``fail_next``), with
+    ``failure`` (a StoreError of any kind)."""
 
     fail_next = False
     failed = False
+    failure: StoreError = StoreError("the database is unreachable")
 
     async def append_action(self, match_id, action, decks=(), end=None):
         if self.fail_next:
             self.fail_next, self.failed = False, True
-            raise StoreError("the database is unreachable")
+            raise self.failure
         return await super().append_action(match_id, action, decks, end)
 
 
@@ -132,14 +134,8 @@ def test_a_write_refused_because_the_engine_lost_its_database_is_unavailable_not
     retry goes to the engine that holds the database now), never INTERNAL."""
     from engine_service.store import OwnershipLost
 
-    class LostOwnership(FailingAppends):
-        async def append_action(self, match_id, action, decks=(), end=None):
-            if self.fail_next:
-                self.fail_next = False
-                raise OwnershipLost("append_action refused: this engine lost the database to another engine")
-            return await super().append_action(match_id, action, decks, end)
-
-    store = LostOwnership()
+    store = FailingAppends()
+    store.failure = OwnershipLost("append_action refused: this engine lost the database to another engine")
 
     async def go():
         async with manager(store=store) as mgr:
