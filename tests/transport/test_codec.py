@@ -287,6 +287,97 @@ def test_a_duration_takes_every_fraction_of_a_second():
         assert codec.create_request(req).turn_time_s == 3 + nanos / 1e9
 
 
+_RANK_NAMES = {"A": "ACE", "K": "KING", "Q": "QUEEN", "J": "JACK", "T": "TEN", "9": "NINE", "8": "EIGHT",
+               "7": "SEVEN", "6": "SIX"}
+_SUIT_NAMES = {"S": "SPADES", "H": "HEARTS", "D": "DIAMONDS", "C": "CLUBS"}
+
+
+def test_every_card_code_has_the_rank_and_suit_it_names():
+    """cards.proto Card: the rulebook code is rank then suit ("AS", "TH", "7C"), and ``rank`` /
+    ``suit`` are those of the code, for every card of every pack (not only some ranks)."""
+    for code in CODES:
+        card = codec.card_message(code)
+        if code in ("X1", "X2"):
+            assert (card.rank, card.suit) == (c.RANK_JOKER, c.SUIT_UNSPECIFIED)
+            continue
+        assert c.Rank.Name(card.rank) == "RANK_" + _RANK_NAMES[code[0]], code
+        assert c.Suit.Name(card.suit) == "SUIT_" + _SUIT_NAMES[code[1]], code
+
+
+@pytest.mark.parametrize("notation, expected", [
+    # cards.proto Action.card: "the card played or exchanged; unset otherwise"
+    ("play:schmeiss", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["schmeiss"]}),
+    # Action.suit of "name:", "trump:", "slam:" only for a suit or NT; the parser is total
+    ("trump:schmeiss", {"kind": c.ACTION_KIND_TRUMP, "verb": "trump", "args": ["schmeiss"]}),
+    # Action.number: the number of "bid:<n>"; another argument raises nothing and sets none
+    ("bid:all", {"kind": c.ACTION_KIND_BID, "verb": "bid", "args": ["all"]}),
+    # Action.named_suit: the suit a led joker names; NT is no suit (NOTATION 2: suits S H D C)
+    ("play:X1:NT", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["X1", "NT"],
+                    "card": ("X1", c.SUIT_UNSPECIFIED, c.RANK_JOKER)}),
+])
+def test_an_argument_the_parser_does_not_know_sets_no_field(notation, expected):
+    """The notation parser is total (codec docstring: an argument it does not recognise stays
+    in ``args``, NOTATION 2.3): it never raises, and a word that is not a card, a suit, a
+    strain or a number leaves the structured field it stands in unset."""
+    assert _fields(notation) == expected
+
+
+def test_option_specs_keep_their_type_and_every_bound():
+    """match.proto OptionSpec: ``type`` follows the option's kind (docs/api.md: ``string_value``
+    for OPTION_TYPE_ENUM), ``minimum`` / ``maximum`` are set whenever the range has them, 0
+    too (presence, not the value); a value goes out as it is (docs/api.md: a default or an
+    allowed value "can be sent back as it is"); GameInfo.num_seats is the game's."""
+    e = codec.option_spec_message(OptionSpec("e", ENUM, "Nines", values=("Nines", "x")))
+    assert e.type == m.OPTION_TYPE_ENUM
+    assert [v.string_value for v in e.allowed_values] == ["Nines", "x"] and e.default_value.string_value == "Nines"
+    low = codec.option_spec_message(OptionSpec("n", INT, 0, minimum=0))
+    assert low.HasField("minimum") and low.minimum == 0 and not low.HasField("maximum")
+    high = codec.option_spec_message(OptionSpec("n", INT, -1, minimum=-5, maximum=0))
+    assert high.HasField("maximum") and (high.minimum, high.maximum) == (-5, 0)
+    game = codec.game_message(api.GameInfo("japanese_joker", "Japanese Joker", 2, "", "", ()))
+    assert game.num_seats == 2
+
+
+def test_summary_seats_tell_a_replaced_player_from_one_who_left():
+    """match.proto SeatInfo: a disconnected player whose seat a bot plays is ``replaced_by_bot``
+    but not ``left``; a player who left is ``left`` (without a takeover bot outside Georgian
+    Joker). MatchSummary.listed is the match's, false too; created_at is a Timestamp
+    (timestamp.proto: whole seconds rounded down, nanos 0 to 999,999,999 counting forward)."""
+    seats = (api.SeatInfo(0, "open", player_name="ann", taken=True, replaced_by_bot=True),
+             api.SeatInfo(1, "open", player_name="bob", taken=True, left=True))
+    msg = codec.summary_message(api.MatchSummary("m", "klaberjass", {}, "active", 3, seats, 0.0, True, 1_764_000_000.0))
+    assert [(x.replaced_by_bot, x.left) for x in msg.seats] == [(True, False), (False, True)]
+    assert msg.listed is False
+    assert (msg.created_at.seconds, msg.created_at.nanos) == (1_764_000_000, 0)
+    early = codec.summary_message(api.MatchSummary("m", "klaberjass", {}, "active", 0, (), 0.0, True, -0.25))
+    assert (early.created_at.seconds, early.created_at.nanos) == (-1, 750_000_000)
+
+
+def test_request_ids_and_names_are_taken_as_sent_and_counted_in_code_points():
+    """card_games.proto / docs/api.md: ids (game, match id, bot name) are exact, an unknown one
+    is UNKNOWN_GAME / NOT_FOUND / UNKNOWN_BOT later, not something the codec rewrites; limits
+    count Unicode code points ("at most 64 characters (Unicode code points)"), not bytes; an
+    unset SeatSpec is an open seat (match.proto SeatSpec)."""
+    req = pb.CreateMatchRequest(game="Klaberjass", name="é" * 64)
+    req.seats.add().bot.name = " random "
+    req.seats.add()  # neither open nor bot
+    req.options["ö" * 128].string_value = "ü" * 128
+    out = codec.create_request(req)
+    assert (out.game, out.name) == ("Klaberjass", "é" * 64)
+    assert out.seats == (api.SeatConfig("bot", " random "), api.SeatConfig("open"))
+    assert out.options == {"ö" * 128: "ü" * 128}
+    assert codec.require_match_id(" m ") == " m " and codec.game_filter("é" * 128) == "é" * 128
+
+
+def test_an_event_carries_its_details():
+    """card_games.proto WatchMatchResponse.details (field 9): a HEARTBEAT's {"deadline",
+    "interval_s", "server_time"} reach the watcher as a Struct."""
+    details = {"deadline": None, "interval_s": 15, "server_time": 1_764_000_000.5}
+    msg = codec.event_message(api.MatchEvent(kind="heartbeat", seq=4, match_id="m", details=details))
+    assert msg.kind == m.EVENT_KIND_HEARTBEAT and msg.seq == 4
+    assert dict(msg.details) == details
+
+
 def _bot_seat(name: str) -> m.SeatSpec:
     spec = m.SeatSpec()
     spec.bot.name = name
