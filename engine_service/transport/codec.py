@@ -296,9 +296,14 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
         else:
             seats.append(api.SeatConfig(kind="open"))
     seconds, nanos = msg.turn_time.seconds, msg.turn_time.nanos
-    if seconds < 0:
-        raise api.BadRequest("turn_time must not be negative", reason="BAD_DURATION",
-                             field="turn_time")
+    if seconds < 0 or (seconds == 0 and nanos < 0):
+        if seconds < -MAX_DURATION_SECONDS or not -999_999_999 <= nanos <= 0:
+            # duration.proto: a negative Duration's nanos are of the seconds' sign
+            raise api.BadRequest(f"turn_time is no google.protobuf.Duration (a negative one has nanos "
+                                 f"-999999999 to 0, seconds at least -{MAX_DURATION_SECONDS})",
+                                 reason="BAD_DURATION", field="turn_time")
+        # a Duration, but negative: BAD_TURN_TIME in every game (docs/api.md, CreateMatch)
+        raise api.BadRequest("turn_time must not be negative", reason="BAD_TURN_TIME", field="turn_time")
     if not 0 <= nanos <= 999_999_999:  # google.protobuf.Duration: the fraction of a second,
         # of the seconds' sign (a positive time with negative nanos is no Duration)
         raise api.BadRequest("turn_time.nanos must be 0 to 999999999 (the fraction of a second)",

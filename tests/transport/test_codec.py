@@ -167,7 +167,8 @@ def test_create_request_conversion_and_checks():
     # a Duration's nanos is a fraction of a second, of the seconds' sign
     # and its seconds at most 315,576,000,000 (duration.proto): beyond is no Duration, not a
     # turn time out of range (it was BAD_TURN_TIME, INVALID_OPTIONS in the Joker games)
-    for seconds, nanos in ((9, 2_000_000_000), (-1, 0), (0, -5), (11, -1), (315_576_000_001, 0), (2 ** 62, 0)):
+    for seconds, nanos in ((9, 2_000_000_000), (-1, 1), (0, -1_000_000_000), (11, -1), (315_576_000_001, 0),
+                           (2 ** 62, 0), (-315_576_000_001, 0), (-(2 ** 62), 0)):
         bad = pb.CreateMatchRequest(game="klaberjass")
         bad.turn_time.seconds, bad.turn_time.nanos = seconds, nanos
         with pytest.raises(api.BadRequest) as info:
@@ -207,7 +208,9 @@ def _bad_duration(seconds: int, nanos: int) -> pb.CreateMatchRequest:
      "FIELD_TOO_LONG", "seats[1].bot.name", "seats[1].bot.name is longer than 128 characters"),
     (pb.CreateMatchRequest(game="g" * 129), "FIELD_TOO_LONG", "game", "game is longer than 128 characters"),
     (pb.CreateMatchRequest(game="g", name="n" * 65), "FIELD_TOO_LONG", "name", "name is longer than 64 characters"),
-    (_bad_duration(-1, 0), "BAD_DURATION", "turn_time", "turn_time must not be negative"),
+    (_bad_duration(-1, 0), "BAD_TURN_TIME", "turn_time", "turn_time must not be negative"),  # docs/api.md
+    (_bad_duration(-1, 5), "BAD_DURATION", "turn_time",  # a negative Duration's nanos are of its sign
+     "turn_time is no google.protobuf.Duration"),
     (_bad_duration(1, 1_000_000_000), "BAD_DURATION", "turn_time",  # nanos is a fraction of a second
      "turn_time.nanos must be 0 to 999999999"),
     (_bad_duration(codec.MAX_DURATION_SECONDS + 1, 0), "BAD_DURATION", "turn_time",
@@ -285,6 +288,18 @@ def test_a_duration_takes_every_fraction_of_a_second():
         req = pb.CreateMatchRequest(game="g")
         req.turn_time.seconds, req.turn_time.nanos = 3, nanos
         assert codec.create_request(req).turn_time_s == 3 + nanos / 1e9
+
+
+@pytest.mark.parametrize("seconds, nanos", [(-1, 0), (0, -5), (-1, -999_999_999), (-315_576_000_000, 0)])
+def test_a_negative_turn_time_is_bad_turn_time(seconds, nanos):
+    """docs/api.md, CreateMatch: "A negative turn_time is BAD_TURN_TIME in every game". A
+    negative Duration is a Duration (duration.proto: seconds from -315,576,000,000, nanos of
+    the seconds' sign), so it is refused as a turn time, not as BAD_DURATION (an invalid
+    Duration, card_games.proto)."""
+    with pytest.raises(api.BadRequest) as info:
+        codec.create_request(_bad_duration(seconds, nanos))
+    assert (info.value.reason, info.value.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    assert info.value.message == "turn_time must not be negative"
 
 
 _RANK_NAMES = {"A": "ACE", "K": "KING", "Q": "QUEEN", "J": "JACK", "T": "TEN", "9": "NINE", "8": "EIGHT",
