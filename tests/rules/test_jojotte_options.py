@@ -604,6 +604,15 @@ def test_jj_game_target():
     assert table(state)["match"]["game_target"] == 1000
 
 
+def test_matches_at_equal_options_share_one_compiled_config():
+    """jojotte/options.py config_for: an option set is compiled once, and matches under the same
+    options and all their clones read that one Config; other options get their own."""
+    a = GAME.new_state({"jj_game_target": 120}, first_dealer=0)
+    b = GAME.new_state({"jj_game_target": 120}, first_dealer=1)
+    assert a.cfg is b.cfg and a.clone().cfg is a.cfg and a.cfg.game_target == 120
+    assert GAME.new_state({}, first_dealer=0).cfg is not a.cfg
+
+
 LATE_QUEEN_DEAL = dict(nd=("AS", "KS", "JS", "AH", "KH", "JH"), nd2=("AD", "KD", "JD"),
                        dl=("QS", "QD", "QC", "7S", "AC", "KC"), dl2=("JC", "TC", "9C"), turn="QH", info="8C")
 

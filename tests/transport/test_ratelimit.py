@@ -44,6 +44,15 @@ def test_keys_have_their_own_buckets_and_the_bucket_never_overfills():
     assert [buckets.take("a", 3600).allowed for _ in range(3)] == [True, True, False]
 
 
+def test_a_bucket_refilling_while_still_held_stops_at_the_burst():
+    """A bucket holds at most ``burst`` tokens even before it is idle long enough to be
+    forgotten (refill_s): 2.9 s of refill on top of 2 tokens left fills 3, not 4.9."""
+    buckets = TokenBuckets(Rate(per_s=1, burst=3))
+    assert buckets.take("a", 0.0).allowed  # 2 left
+    assert [buckets.take("a", 2.9).allowed for _ in range(4)] == [True, True, True, False]
+    assert buckets.take("a", 2.9).delay == pytest.approx(1.0)  # empty: a whole token to wait for
+
+
 def test_burst_zero_means_one_second_worth():
     assert Rate(per_s=20).capacity == 20
     assert Rate(per_s=2.5).capacity == 3
@@ -154,6 +163,9 @@ PROXIES = parse_networks("10.0.0.0/8, fd00::/8")
     ("ipv4:10.0.0.5:5000", ["10.9.9.9"], "10.9.9.9"),
     # not an address (a misconfigured proxy): the walk stops at the last proxy reached
     ("ipv4:10.0.0.5:5000", ["192.0.2.1, unknown"], "10.0.0.5"),
+    ("ipv4:10.0.0.5:5000", ["192.0.2.1, unknown, 10.1.2.3"], "10.1.2.3"),
+    # the header's entries are separated by commas, with or without spaces
+    ("ipv4:10.0.0.5:5000", ["6.6.6.6,192.0.2.1,10.1.2.3"], "192.0.2.1"),
     # a forwarded IPv6 client is its /64; ports and brackets some proxies write
     ("ipv6:[fd00::1]:5000", ["2001:db8::1"], "2001:db8::/64"),
     ("ipv4:10.0.0.5:5000", ["[2001:db8::1]:443"], "2001:db8::/64"),
@@ -163,7 +175,9 @@ PROXIES = parse_networks("10.0.0.0/8, fd00::/8")
     ("unix:/run/proxy.sock", ["192.0.2.1"], "unix:/run/proxy.sock"),
 ])
 def test_client_key_behind_trusted_proxies(peer, forwarded, key):
-    metadata = [("x-forwarded-for", value) for value in forwarded] + [("authorization", "Bearer t")]
+    # only x-forwarded-for names the client: another header a client may send is never read
+    metadata = [("x-forwarded-for", value) for value in forwarded] + [("authorization", "Bearer t"),
+                                                                     ("x-real-ip", "198.51.100.9")]
     assert client_key(peer, metadata, PROXIES) == key
     assert client_key(peer, metadata, ()) == peer_key(peer)  # nobody trusted: the connection
 
@@ -202,6 +216,7 @@ def test_only_ip_peers_are_read_as_addresses():
     """A Unix socket whose (relative) path looks like ``address:port`` is its own key, not that
     address's bucket."""
     assert peer_key("unix:203.0.113.7:51234") == "unix:203.0.113.7:51234"
+    assert peer_key("unix-abstract:203.0.113.7:51234") == "unix-abstract:203.0.113.7:51234"
     assert client_key("unix:10.0.0.5:80", [("x-forwarded-for", "192.0.2.1")], PROXIES) == "unix:10.0.0.5:80"
 
 
