@@ -1,0 +1,129 @@
+"""The SQLite store's opening, refusals, migration, reads and retention, where the contract of
+test_store.py (run over every store) does not reach: which refusal a start gets
+(docs/operations.md, Backup and restore, When the database fails, Upgrades; the classes of
+engine_service/store/base.py), and the SQLite store's own files (its WAL, its size)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.store import (DatabaseReadOnly, MigrationFailed, NotADatabase, SqliteStore,
+                                  StoreError)
+
+from .test_migrations import _sqlite_v1
+from .test_store import record, sqlite_with_matches
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def _refusal(path, store=SqliteStore, **kw) -> StoreError:
+    async def go():
+        await store(path, **kw).open()
+    with pytest.raises(StoreError) as info:
+        run(go())
+    return info.value
+
+
+@pytest.mark.parametrize("where", ["a loop of links", "a missing directory"])
+def test_a_path_that_leads_to_no_file_is_a_store_error_not_a_verdict_on_a_file(tmp_path, where):
+    """NotADatabase (and its CorruptDatabase, MigrationFailed) says that the path holds a file
+    that is no database of this service (base.py): what the operator then restores over or
+    deletes. A path that reaches no file at all (a loop of symbolic links, a directory that
+    does not exist) says nothing of a file: a plain StoreError."""
+    if where == "a loop of links":
+        path = tmp_path / "cards.sqlite3"
+        path.symlink_to(path.name)
+    else:
+        path = tmp_path / "no" / "db.sqlite3"
+    refused = _refusal(path)
+    assert type(refused) is StoreError, refused
+
+
+def test_a_database_of_ours_without_a_schema_version_is_no_failed_migration(tmp_path):
+    """user_version 0 with the engine's application_id: no migration path starts there, and
+    none was tried: NotADatabase, not MigrationFailed (which says a migration step was
+    refused and points the operator to the upgrade notes, base.py)."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=0")
+    conn.close()
+    refused = _refusal(path)
+    assert type(refused) is NotADatabase, refused
+
+
+class _ReadOnlyOnceMigrating(SqliteStore):
+    """A store whose database turns read-only once its migration's transaction has begun (a
+    filesystem the kernel turns read-only, docs/operations.md, When the database fails;
+    PRAGMA query_only here, as in test_sqlite_failures.py): the first statement of the
+    migration is refused SQLITE_READONLY."""
+
+    def _migrate(self, conn, version):
+        class Turning:
+            @property
+            def in_transaction(self):
+                return conn.in_transaction
+
+            def execute(self, sql, *args):
+                cursor = conn.execute(sql, *args)
+                if sql == "BEGIN IMMEDIATE":
+                    conn.execute("PRAGMA query_only=1")
+                return cursor
+        super()._migrate(Turning(), version)
+
+
+def test_a_migration_the_database_refuses_as_read_only_is_database_read_only(tmp_path):
+    """A migration whose statement SQLite refuses SQLITE_READONLY stops the start as the
+    database that cannot be written (DatabaseReadOnly: give it to the engine's user), not as
+    an upgrade that went wrong (MigrationFailed, whose next step is the upgrade notes or the
+    backup); the file keeps its schema."""
+    path = tmp_path / "db.sqlite3"
+    _sqlite_v1(path)
+    refused = _refusal(path, _ReadOnlyOnceMigrating)
+    assert isinstance(refused, DatabaseReadOnly) and not isinstance(refused, MigrationFailed), refused
+    assert "attempt to write a readonly database (SQLITE_READONLY); refusing to serve from it" in str(refused)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    conn.close()
+
+
+def test_a_store_reopened_through_a_link_pointed_elsewhere_watches_the_new_files_wal(tmp_path):
+    """The WAL is looked for beside the file the path names when the store opens (_wal_path):
+    a store closed, its symbolic link pointed at another database, and opened again keeps
+    the deleted-WAL check (docs/operations.md, When the database fails: db_wal_made_again)
+    on that file's WAL, not on the first file's, which is gone with its close."""
+    first, second = tmp_path / "first.sqlite3", tmp_path / "second.sqlite3"
+    link = tmp_path / "db.sqlite3"
+    link.symlink_to(first.name)
+
+    async def go():
+        st = SqliteStore(link)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.close()
+        link.unlink()
+        link.symlink_to(second.name)
+        await st.open()
+        await st.create_match(record("m2"))
+        os.link(f"{second}-wal", tmp_path / "held")  # its inode number is not reused by the new WAL
+        os.remove(f"{second}-wal")
+        os.remove(f"{second}-shm")
+        with capture_logs() as logs:
+            await st.create_match(record("m3"))
+        await st.create_match(record("m4"))
+        made_again = [e["event"] for e in logs] == ["db_wal_made_again"] and os.path.exists(f"{second}-wal")
+        space = await st.space()
+        wal = os.stat(f"{second}-wal").st_size
+        await st.close()
+        return made_again, space.wal_bytes, wal
+
+    made_again, measured, wal = run(go())
+    assert made_again
+    assert measured == wal > 0
