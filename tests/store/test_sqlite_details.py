@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 from structlog.testing import capture_logs
 
-from engine_service.store import (DatabaseReadOnly, MigrationFailed, NotADatabase, SqliteStore,
-                                  StoreError)
+from engine_service.store import DatabaseReadOnly, MigrationFailed, NotADatabase, SqliteStore, StoreError
+from engine_service.store.sqlite import SCHEMA_VERSION
 
 from .test_migrations import _sqlite_v1
 from .test_store import record, sqlite_with_matches
@@ -127,3 +127,31 @@ def test_a_store_reopened_through_a_link_pointed_elsewhere_watches_the_new_files
     made_again, measured, wal = run(go())
     assert made_again
     assert measured == wal > 0
+
+
+def test_a_schema_one_version_newer_is_refused(tmp_path):
+    """A database of the very next schema version (the release after this one, rolled back
+    to this one without the backup) is refused as newer, as any later one is
+    (docs/operations.md, Upgrades: an engine refuses a database of a newer schema)."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    before = path.read_bytes()
+    refused = _refusal(path)
+    assert isinstance(refused, NotADatabase) and str(refused) == (
+        f"{path} has schema version {SCHEMA_VERSION + 1}, newer than this program's {SCHEMA_VERSION}; "
+        "upgrade the program")
+    assert path.read_bytes() == before
+
+
+def test_a_file_without_the_services_tables_opened_not_to_create_is_not_a_database(tmp_path):
+    """create=False (the offline prune): an empty file has no tables of this service, and that
+    is said of the file, NotADatabase (base.py: the path does not hold a database of this
+    service), which it is left without."""
+    path = tmp_path / "empty.sqlite3"
+    path.write_bytes(b"")
+    refused = _refusal(path, create=False)
+    assert type(refused) is NotADatabase and str(refused) == f"{path} holds no tables of this service"
+    assert path.read_bytes() == b""
