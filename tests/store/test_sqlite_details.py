@@ -155,3 +155,58 @@ def test_a_file_without_the_services_tables_opened_not_to_create_is_not_a_databa
     refused = _refusal(path, create=False)
     assert type(refused) is NotADatabase and str(refused) == f"{path} holds no tables of this service"
     assert path.read_bytes() == b""
+
+
+def test_a_file_with_only_some_of_the_services_tables_is_no_dump_copy(tmp_path):
+    """A .dump copy of ours has the four tables of the schema (_has_our_tables); a file with no
+    header of ours holding only some of them (matches and seats: another program's tables
+    named alike) is another application's, not called a .dump copy of this service."""
+    path = tmp_path / "db.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE matches (match_id TEXT PRIMARY KEY)")
+    conn.execute("CREATE TABLE seats (match_id TEXT, seat INTEGER)")
+    conn.commit()
+    conn.close()
+    refused = _refusal(path)
+    assert type(refused) is NotADatabase and str(refused) == (
+        f"{path} is a SQLite database of another application (application_id 0x0); refusing to use it")
+
+
+def test_a_store_that_does_not_migrate_leaves_an_older_schema_version_as_it_was(tmp_path):
+    """migrate=False (the offline prune's dry run, which changes nothing: docs/operations.md,
+    Retention) opens a database of an older schema as it is: the write check at open rolls back
+    the schema version it writes, so the file still says its old version and the next engine
+    migrates it (a committed check left version 1's tables marked as the current schema's)."""
+    path = tmp_path / "db.sqlite3"
+    _sqlite_v1(path)
+
+    async def go():
+        st = SqliteStore(path, migrate=False)
+        await st.open()
+        outdated = st.outdated_from
+        await st.close()
+        return outdated
+
+    assert run(go()) == 1
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    conn.close()
+
+
+def test_an_integrity_check_longer_than_a_short_budget_is_abandoned(tmp_path):
+    """check_budget_s is seconds: a check that takes longer than its budget is abandoned
+    (db_check_skipped) and the store opens unchecked; a budget of a tenth of a millisecond is
+    less than the check of a few hundred matches takes."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=300)
+
+    async def go():
+        st = SqliteStore(path)
+        st.check_budget_s = 0.0001
+        with capture_logs() as logs:
+            await st.open()
+        await st.close()
+        return st.check_s, [e["event"] for e in logs]
+
+    check_s, events = run(go())
+    assert check_s is None and "db_check_skipped" in events
