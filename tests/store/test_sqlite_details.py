@@ -196,9 +196,14 @@ def test_a_store_that_does_not_migrate_leaves_an_older_schema_version_as_it_was(
 def test_an_integrity_check_longer_than_a_short_budget_is_abandoned(tmp_path):
     """check_budget_s is seconds: a check that takes longer than its budget is abandoned
     (db_check_skipped) and the store opens unchecked; a budget of a tenth of a millisecond is
-    less than the check of a few hundred matches takes."""
+    less than the check of a few thousand actions takes."""
     path = tmp_path / "db.sqlite3"
-    sqlite_with_matches(path, count=300)
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.executemany("INSERT INTO match_actions (match_id, seq, seat, action, by_whom, reason, at) "
+                     "VALUES ('m0', ?, 0, 'pass', 'player', '', 6.0)", [(seq,) for seq in range(2, 5000)])
+    conn.commit()
+    conn.close()
 
     async def go():
         st = SqliteStore(path)
