@@ -215,3 +215,23 @@ def test_an_integrity_check_longer_than_a_short_budget_is_abandoned(tmp_path):
 
     check_s, events = run(go())
     assert check_s is None and "db_check_skipped" in events
+
+
+@pytest.mark.parametrize("stray", ["a symbolic link to nothing", "a symbolic link to a device"])
+def test_a_wal_name_taken_by_something_that_is_no_file_is_named_as_no_regular_file(tmp_path, stray):
+    """The name of the database's WAL taken by something that is no regular file and no
+    directory (a link left by a bad restore, to nothing or to /dev/null): SQLite cannot open
+    it (SQLITE_CANTOPEN), and the refusal names it as what it is, where SQLite makes its own
+    file (docs/operations.md, When the database fails; SqliteStore._stray_companion), not as a
+    directory and not with no advice; the file is left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    before = path.read_bytes()
+    os.symlink(tmp_path / "nowhere" / "wal" if stray == "a symbolic link to nothing" else "/dev/null",
+               f"{path}-wal")
+    refused = _refusal(path)
+    assert not isinstance(refused, NotADatabase), refused
+    assert str(refused) == (f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN); "
+                            f"the file was left as it was: {path}-wal is not a regular file, where SQLite makes "
+                            "its own file: move it away, then start again")
+    assert path.read_bytes() == before
