@@ -235,3 +235,16 @@ def test_a_wal_name_taken_by_something_that_is_no_file_is_named_as_no_regular_fi
                             f"the file was left as it was: {path}-wal is not a regular file, where SQLite makes "
                             "its own file: move it away, then start again")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"ab", b"SQLite is not this file\n", b"SQLite format 3 notes, not a database\n"])
+def test_a_file_that_only_looks_like_the_start_of_a_sqlite_header_is_refused_before_the_lock_file(tmp_path, content):
+    """A file that is not SQLite at all is refused before anything is made beside it
+    (docs/operations.md, Backup and restore): two bytes (more than the one SQLite reads as an
+    empty file), or text that starts as SQLite's 16-byte header does without being it, which
+    SQLite refuses (SQLITE_NOTADB), is refused so, and no ``.lock`` file is left beside it."""
+    path = tmp_path / "notes.sqlite3"
+    path.write_bytes(content)
+    refused = _refusal(path)
+    assert type(refused) is NotADatabase and str(refused) == f"{path} is not a SQLite database (file is not a database)"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.sqlite3"] and path.read_bytes() == content
