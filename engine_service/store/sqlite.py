@@ -620,6 +620,14 @@ class SqliteStore(Store):
                 # garbage, or another program's file (a mistyped path): refused as SQLite refuses
                 # it (SQLITE_NOTADB), but before the lock file was made beside it, which stayed
                 raise NotADatabase(f"{path} is not a SQLite database (file is not a database)")
+            special = _special_companion(path)
+            if special:
+                # a pipe, socket or device where SQLite makes its own file: SQLite opens a pipe
+                # named as the WAL without a word, and its commits would block the writer once
+                # the pipe's buffer is full (a directory or a link SQLite refuses itself, below)
+                raise StoreError(f"cannot open database {path}: the file was left as it was: {special} is "
+                                 "not a regular file, where SQLite makes its own file: move it away, then "
+                                 "start again")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:
@@ -1284,6 +1292,19 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def _special_companion(path: str) -> str:
+    """The first of ``path``'s ``-wal``, ``-shm`` and ``-journal`` names that is a pipe, a socket
+    or a device (not followed through a link), or ""."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        try:
+            mode = os.lstat(f"{path}{suffix}").st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return f"{path}{suffix}"
+    return ""
 
 
 def _has_sqlite_header(path: str) -> bool:

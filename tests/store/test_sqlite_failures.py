@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -612,6 +613,38 @@ def test_a_database_whose_wal_cannot_be_made_at_open_is_refused_as_sqlite_says_a
 
     os.rmdir(f"{path}{taken}")
     _open_close(path)  # the lock was let go: an engine's store takes it (lock_wait_s 0)
+    assert run(stored(path, "m0"))["m0"][0] == "waiting"
+
+
+@pytest.mark.parametrize("taken", ["-wal", "-shm", "-journal"])
+@pytest.mark.parametrize("kind", ["a pipe", "a socket"])
+def test_a_database_whose_wal_name_is_taken_by_a_pipe_or_socket_is_refused_before_sqlite_opens_it(tmp_path, taken, kind):
+    """A name SQLite makes its own files under taken by a pipe or a socket (a bad restore, a
+    mistyped ``mkfifo``): SQLite opens a pipe named as the WAL without a word and its commits
+    would block the writer once the pipe's buffer is full, so the store refuses it before SQLite
+    opens the file, naming it as the directory case is named (docs/operations.md, The database
+    cannot be written): a StoreError, not "not a SQLite database", the file left as it was;
+    with the name free it opens, every match there."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    before = path.read_bytes()
+    special = f"{path}{taken}"
+    if kind == "a pipe":
+        os.mkfifo(special)
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(special)
+        server.close()
+
+    with pytest.raises(StoreError) as refused:
+        run(SqliteStore(path).open())
+    assert not isinstance(refused.value, NotADatabase), refused.value
+    assert str(refused.value) == (f"cannot open database {path}: the file was left as it was: {special} is not "
+                                  "a regular file, where SQLite makes its own file: move it away, then start again")
+    assert path.read_bytes() == before
+
+    os.remove(special)
+    _open_close(path)  # the lock was let go (or never taken): an engine's store takes it
     assert run(stored(path, "m0"))["m0"][0] == "waiting"
 
 
