@@ -1045,3 +1045,18 @@ def test_stream_and_submit_messages_carry_a_long_view_whole():
         res = api.SubmitResult(seq=7, action="play:AS", view=env, duplicate=True)
         assert pb.SubmitActionResponse.FromString(codec.submit_response_bytes(res)) == pb.SubmitActionResponse(
             seq=7, action=codec.action_message("play:AS"), view=whole, duplicate=True)
+
+
+def test_a_scoped_entry_keeps_what_it_was_encoded_from(monkeypatch):
+    """A state's ``encodings`` are keyed by the identity of the objects they were computed
+    from, and each entry holds those objects (codec.py, "the audiences of one state"), so no
+    id is reused by another object while the entry lives: views made and dropped one after
+    another in one scope (the next view's lists taking the freed ids) each get their own
+    winners and table values."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    scope: dict = {}
+    for i in range(50):
+        view = {"phase": "over", "over": True, "winners": [i % 2], "table": {"offer": [str(i)]}}
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 9, "finished", view, encodings=scope)))
+        assert list(msg.winners) == [i % 2] and list(msg.table["offer"]) == [str(i)], i
+        del view, msg  # before the next view is made: its lists may take these ids
