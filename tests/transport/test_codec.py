@@ -1006,3 +1006,163 @@ def test_audiences_whose_scores_differ_get_their_own_scores():
         msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 4, "active", view, encodings=scope)))
         assert list(msg.scores.totals[0].values) == totals
         assert list(msg.scores.deal_results[0]["points"]) == results[0]["points"]
+
+
+def test_a_scoped_head_serves_only_envelopes_with_all_its_fields(monkeypatch):
+    """The scoped head (codec._encode_scoped_view) is serialized once for the audiences of a
+    state and reused only where every field it is made of has the same value: envelopes of one
+    ``encodings`` that differ in any one of them (the envelope's match id, seq, status or
+    deadline, 0.0 being a deadline too; the view's game, phase, deal, dealer, to_act, over,
+    winners or hand sizes; a game or a phase equal in Python but written differently: 1 and
+    1.0, True and 1) each get the bytes of their envelope alone, for every seat."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    base = {"game": "klaberjass", "phase": "play", "deal_number": 2, "dealer": 1, "to_act": 0, "over": False,
+            "winners": [], "hand_sizes": [8, 8], "hand": [], "legal": []}
+    own = dict(match_id="m", seq=3, status="active", deadline=None)
+    variants = [({}, {}), ({"match_id": "m2"}, {}), ({"seq": 4}, {}), ({"status": "finished"}, {}),
+                ({"deadline": 5.5}, {}), ({"deadline": 0.0}, {}), ({}, {"game": "jojotte"}), ({}, {"phase": "auction"}),
+                ({}, {"deal_number": 3}), ({}, {"dealer": 0}), ({}, {"to_act": 1}), ({}, {"to_act": None}),
+                ({}, {"over": True}), ({}, {"winners": [1]}), ({}, {"hand_sizes": [7, 8]}),
+                ({}, {"game": 1}), ({}, {"game": 1.0}), ({}, {"phase": True}), ({}, {"phase": 1}), ({}, {})]
+    scope: dict = {}
+    for env_fields, view_fields in variants:
+        view = dict(base, **view_fields)
+        for seat in (None, 0, 1):
+            fields = dict(own, **env_fields, view=view, seat=seat)
+            shared = codec.view_bytes(api.ViewEnvelope(**fields, encodings=scope))
+            assert shared == codec.view_bytes(api.ViewEnvelope(**fields)), (env_fields, view_fields, seat)
+            assert m.View.FromString(shared).HasField("deadline") == (fields["deadline"] is not None)
+
+
+def test_scoped_parts_serve_only_the_objects_they_were_encoded_from(monkeypatch):
+    """_encode_scoped and _scoped_history keep each part of a state's views by the identity of
+    every object it is read from: an audience whose view differs from an earlier one's in one
+    of them (its trick, last trick, tricks taken, totals, deal results, hand sizes, a table
+    value, the table's tricks) gets the bytes of its view encoded alone, its own table values
+    included (Jo-Jotte's exchange offer, Japanese Joker's first three are one seat's alone)."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    log = [{"seat": 0, "action": "play:AS"}, {"seat": 1, "action": "play:KS"}]  # its winner: last_trick's
+    last = {"plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "KS"}], "winner": 1}
+    table = {"deal_actions": log, "bids": [1, 2], "contract": {"kind": "x"}, "trump": "S", "offer": None}
+    base = {"phase": "play", "hand_sizes": [1, 1], "trick": [{"seat": 0, "card": "QS"}], "last_trick": last,
+            "tricks_taken": [1, 0], "totals": [10, 0], "deal_results": [{"points": [10, 0]}], "table": table}
+    variants = [{}, {"trick": [{"seat": 0, "card": "JS"}]}, {"last_trick": dict(last, winner=0)},
+                {"tricks_taken": [0, 0]}, {"totals": [20, 0]}, {"deal_results": [{"points": [0, 5]}]},
+                {"hand_sizes": [1, 1, 1, 1]}, {"table": dict(table, bids=[2, 1])},
+                {"table": dict(table, contract={"kind": "y"})}, {"table": dict(table, offer=["7H"])},
+                {"table": dict(table, tricks=[{"plays": [{"seat": 1, "card": "7H"}, {"seat": 0, "card": "8H"}],
+                                              "winner": 0}])},
+                {"table": dict(table, deal_actions=[log[0], dict(log[1], winner=0)])}, {}]
+    scope: dict = {}
+    for changes in variants:
+        view = dict(base, **changes)
+        shared = codec.view_bytes(api.ViewEnvelope("m", 5, "active", view, encodings=scope))
+        assert shared == codec.view_bytes(api.ViewEnvelope("m", 5, "active", view)), changes
+
+
+def test_the_events_of_one_envelope_are_each_their_own(monkeypatch):
+    """An envelope keeps the stream messages encoded with it (codec.event_bytes), keyed by the
+    event's fields: events of one envelope that differ in any field (kind, seq, seat, action,
+    by, reason, match id) or in their details are each what they give with an envelope of their
+    own, alone and with a state's ``encodings``, their details with the view (match.proto:
+    an ACTION event's ``deal_scored`` beside its view)."""
+    view = {"game": "klaberjass", "phase": "play", "hand_sizes": [8, 8], "to_act": 1}
+    base = dict(kind="action", seq=7, match_id="m1", seat=0, action="play:KS", by="player", reason="")
+    variants = [{}, {"kind": "snapshot"}, {"seq": 8}, {"seat": 1}, {"seat": None}, {"action": "play:AS"},
+                {"action": ""}, {"by": "bot"}, {"reason": "timeout"}, {"match_id": "m2"},
+                {"details": {"deal_scored": 0}}, {"details": {"deal_scored": 1}}, {}]
+    for scope in (None, {}):
+        env = api.ViewEnvelope("m1", 7, "active", view, seat=1, encodings=scope)
+        for changes in variants:
+            fields = dict(base, **changes)
+            got = codec.event_bytes(api.MatchEvent(**fields, view=env))
+            assert got == codec.event_bytes(api.MatchEvent(**fields, view=api.ViewEnvelope("m1", 7, "active", view,
+                                                                                           seat=1))), changes
+            assert dict(pb.WatchMatchResponse.FromString(got).details) == fields.get("details", {}), changes
+
+
+def test_a_trick_won_by_seat_0_names_its_winner():
+    """match.proto Trick.winner is unset only while the trick is in progress: a complete trick
+    won by seat 0 has it set (0 is a seat, not "no winner"), from a trick mapping and from a
+    deal log alike."""
+    trick = codec.trick_message({"plays": [{"seat": 1, "card": "7S"}, {"seat": 0, "card": "AS"}], "winner": 0})
+    assert trick.HasField("winner") and trick.winner == 0
+    log = {"hand_sizes": [1, 1], "table": {"deal_actions": [{"seat": 1, "action": "play:7S"},
+                                                           {"seat": 0, "action": "play:AS", "winner": 0}]}}
+    (logged,) = codec.trick_history(log)
+    assert logged.HasField("winner") and logged.winner == 0
+
+
+def test_a_tricks_list_with_one_entry_not_a_trick_is_not_read():
+    """``table.tricks`` gives the history only when every entry is a trick with ``plays``
+    (codec.trick_history_bytes): one entry that is not, among tricks, and the deal log gives it."""
+    good = {"plays": [{"seat": 0, "card": "7S"}, {"seat": 1, "card": "8S"}], "winner": 1}
+    view = {"hand_sizes": [2, 2], "table": {"tricks": [good, {"winner": 0}], "deal_actions": [
+        {"seat": 0, "action": "play:KH"}, {"seat": 1, "action": "play:AH", "winner": 1}]}}
+    assert [[p.card.code for p in t.plays] for t in codec.trick_history(view)] == [["KH", "AH"]]
+
+
+def test_a_logged_tricks_winner_is_only_what_the_view_says():
+    """codec.trick_history_bytes: a trick cut from a deal log whose entries name no winner
+    takes the leader of the next trick when one has played, else ``last_trick``'s winner only
+    while ``tricks_taken`` counts a trick in the deal (before that ``last_trick`` is the
+    previous deal's): nothing is inferred that the view does not say, and no winner is unset."""
+    plays = [{"seat": 0, "action": "play:7S"}, {"seat": 1, "action": "play:AS"}]
+    led = {"hand_sizes": [2, 2], "table": {"deal_actions": [*plays, {"seat": 1, "action": "play:KH"}]}}
+    (trick,) = codec.trick_history(led)
+    assert trick.HasField("winner") and trick.winner == 1
+    previous = {"plays": [{"seat": 0, "card": "9H"}, {"seat": 1, "card": "8H"}], "winner": 1}
+    ended = {"hand_sizes": [1, 1], "tricks_taken": [0, 0], "last_trick": previous, "table": {"deal_actions": plays}}
+    (trick,) = codec.trick_history(ended)
+    assert not trick.HasField("winner")
+    (trick,) = codec.trick_history(dict(ended, tricks_taken=[0, 1]))
+    assert trick.winner == 1
+
+
+def test_every_winner_and_every_deal_result_is_copied():
+    """View.winners holds every winner (match.proto: several where the rules let players share
+    first place) and Scores.deal_results every deal scored, also from a tuple of results (a view
+    not made of the core types), alone and with a state's ``encodings``."""
+    view = {"phase": "over", "over": True, "winners": [0, 2], "deal_results": ({"points": [1]}, {"points": [2]})}
+    for scope in (None, {}):
+        msg = codec.view_message(api.ViewEnvelope("m", 9, "finished", view, encodings=scope))
+        assert list(msg.winners) == [0, 2]
+        assert [list(r["points"]) for r in msg.scores.deal_results] == [[1], [2]]
+
+
+def test_stream_and_submit_messages_carry_a_long_view_whole():
+    """codec.event_bytes and codec.submit_response_bytes put the view's encoding after its tag
+    and length: a view longer than one length byte holds (over 127 bytes) parses back whole,
+    the message equal to the one protobuf builds from the same fields, alone and with a
+    state's ``encodings``."""
+    view = {"game": "klaberjass", "phase": "play", "seat": 0, "to_act": 0, "hand_sizes": [8, 8],
+            "hand": ["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S"],
+            "legal": ["play:AS", "play:KS", "play:QS", "play:JS", "play:TS", "play:9S", "play:8S", "play:7S"],
+            "trick": [{"seat": 1, "card": "AH"}], "tricks_taken": [0, 0], "totals": [0, 0]}
+    for scope in (None, {}):
+        env = api.ViewEnvelope("m1", 7, "active", view, deadline=1_764_000_000.5, seat=0, encodings=scope)
+        assert len(codec.view_bytes(env)) > 200
+        whole = m.View.FromString(codec.view_bytes(env))
+        assert [x.code for x in whole.hand] == view["hand"] and len(whole.legal_actions) == 8
+        ev = api.MatchEvent(kind="action", seq=7, match_id="m1", seat=1, action="play:AH", by="player", view=env)
+        assert pb.WatchMatchResponse.FromString(codec.event_bytes(ev)) == pb.WatchMatchResponse(
+            kind=m.EVENT_KIND_ACTION, seq=7, match_id="m1", seat=1, action=codec.action_message("play:AH"),
+            by=m.ACTOR_PLAYER, view=whole)
+        res = api.SubmitResult(seq=7, action="play:AS", view=env, duplicate=True)
+        assert pb.SubmitActionResponse.FromString(codec.submit_response_bytes(res)) == pb.SubmitActionResponse(
+            seq=7, action=codec.action_message("play:AS"), view=whole, duplicate=True)
+
+
+def test_a_scoped_entry_keeps_what_it_was_encoded_from(monkeypatch):
+    """A state's ``encodings`` are keyed by the identity of the objects they were computed
+    from, and each entry holds those objects (codec.py, "the audiences of one state"), so no
+    id is reused by another object while the entry lives: views made and dropped one after
+    another in one scope (the next view's lists taking the freed ids) each get their own
+    winners and table values."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    scope: dict = {}
+    for i in range(50):
+        view = {"phase": "over", "over": True, "winners": [i % 2], "table": {"offer": [str(i)]}}
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 9, "finished", view, encodings=scope)))
+        assert list(msg.winners) == [i % 2] and list(msg.table["offer"]) == [str(i)], i
+        del view, msg  # before the next view is made: its lists may take these ids

@@ -727,3 +727,22 @@ def test_large_containers_are_encoded_whole(monkeypatch):
         assert struct_pb2.ListValue.FromString(wire.list_body(log)) == want.fields["log"].list_value
         assert struct_pb2.ListValue.FromString(wire.list_value_payload(wire.memo_value_bytes(list(log)))) \
             == want.fields["log"].list_value
+
+
+def test_the_shared_memo_serves_only_views_equal_in_every_field_it_holds(monkeypatch):
+    """codec._shared_parts memoizes the trick, last trick, trick history, scores and table of
+    a view by content: a view that differs from an earlier one only in its last trick, its
+    number of seats (the history's tricks), its tricks taken or its deal results gets its own
+    fields, the same as with the memo off (each is in the memo's key)."""
+    log = [{"seat": 0, "action": "play:AS"}, {"seat": 1, "action": "play:KS"}]  # its winner: last_trick's
+    last = {"plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "KS"}], "winner": 1}
+    base = {"game": "test_shared_key", "phase": "play", "hand_sizes": [1, 1], "trick": [], "last_trick": last,
+            "tricks_taken": [1, 0], "totals": [10, 0], "deal_results": [{"points": [10, 0]}],
+            "table": {"deal_actions": log}}
+    views = [base, dict(base, last_trick=dict(last, winner=0)), dict(base, hand_sizes=[1, 1, 1, 1]),
+             dict(base, tricks_taken=[0, 0]), dict(base, deal_results=[{"points": [0, 5]}])]
+    monkeypatch.setattr(codec, "_SHARED", collections.OrderedDict())
+    monkeypatch.setitem(codec._SHARED_STATS, "test_shared_key", [0, 0])
+    for i, v in enumerate(views):
+        assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0)), i
+    assert len(codec._SHARED) == len(views)
