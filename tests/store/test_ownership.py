@@ -621,10 +621,13 @@ def test_taking_a_held_lock_again_makes_no_attempt_and_keeps_the_lock_files_held
 # ---- PostgreSQL ----------------------------------------------------------------------------
 
 def _lock_backend(pg_database, schema: str) -> int | None:
-    """The server pid of the session holding ``schema``'s ownership lock."""
+    """The server pid of the session holding ``schema``'s ownership lock: the key
+    docs/operations.md gives operators, ``(0x43474532, hashtext(current_schema()))``, spelt
+    out here (not the module's constant) so that the lock an engine takes is the one documented."""
+    assert OWNER_LOCK_CLASS == 0x43474532  # "CGE2"
     rows = pg_database.execute(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s::oid "
-        "AND objid = hashtext(current_schema())::oid AND objsubid = 2", (OWNER_LOCK_CLASS,), schema=schema)
+        "AND objid = hashtext(current_schema())::oid AND objsubid = 2", (0x43474532,), schema=schema)
     return rows[0][0] if rows else None
 
 
@@ -735,7 +738,8 @@ def test_a_closed_postgres_store_stops_watching_and_never_takes_its_lock_again(p
 
 def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
     """The check asks whether the lock session holds the lock, not whether it answers: a
-    session that no longer holds it (here unlocked on it) is not held, though connected."""
+    session that no longer holds it (here unlocked on it) is not held, though connected, nor
+    once another session (another engine) holds it: its own session's, not anyone's."""
     async def go():
         st = PostgresStore(pg_url, ownership_check_s=60)
         await st.open()
@@ -743,11 +747,14 @@ def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
             owner = st._owner
             held = await owner._still_held()
             await owner._conn.execute(pg_ownership._UNLOCK, {"cls": OWNER_LOCK_CLASS})
-            return held, await owner._still_held()
+            unlocked = await owner._still_held()
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as other:
+                taken = await (await other.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})).fetchone()
+                return held, unlocked, taken[0], await owner._still_held()
         finally:
             await st.close()
 
-    assert run(go()) == (True, False)
+    assert run(go()) == (True, False, True, False)
 
 
 def _recording_connect(monkeypatch) -> list[psycopg.AsyncConnection]:
@@ -1080,13 +1087,18 @@ def test_the_lock_sessions_name_fits_the_63_bytes_of_an_application_name(monkeyp
 
 
 def test_the_lock_connection_has_keepalives_and_its_name_unless_the_url_sets_them(monkeypatch):
-    """libpq's keepalives on the lock connection, so that the engine notices a dead server;
-    those the URL sets are kept (its application_name is not: the lock names its process)."""
+    """libpq's keepalives on the lock connection, so that the engine notices a dead server:
+    10 s idle, 3 probes 5 s apart, as docs/operations.md says of the lock session (and of
+    the pool's connections); those the URL sets are kept (its application_name is not: the
+    lock names its process)."""
     from psycopg.conninfo import conninfo_to_dict
     monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
     params = conninfo_to_dict(pg_ownership.AdvisoryOwnership(
         "dbname=cardgames keepalives_idle=60 application_name=mine", "the database")._conninfo)
     assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "60",
+                      "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
+    params = conninfo_to_dict(pg_ownership.AdvisoryOwnership("dbname=cardgames", "the database")._conninfo)
+    assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "10",
                       "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
 
 
@@ -1385,6 +1397,41 @@ def test_a_check_without_an_answer_takes_the_server_for_unreachable_at_once(monk
 
     run(go())
     assert silent == [1.0, 2.5]
+
+
+def test_the_watchdog_keeps_the_documented_intervals(monkeypatch):
+    """docs/operations.md (On PostgreSQL): the engine checks its lock every 2 s, a check without
+    an answer within 2 s takes the server for unreachable, a lock not held is tried again every
+    0.5 s, and an attempt to take it gives up after 10 s; the refusal of a holder says that a
+    running engine checks every 2 s."""
+    timeouts: list[float] = []
+    monkeypatch.setattr(pg_ownership, "asyncio", _Timeouts(asyncio, timeouts))
+
+    async def refused(*args, **kwargs):
+        raise psycopg.OperationalError("Connection refused")
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", refused)
+
+    async def go():
+        owner = _advisory()
+        owner._conn = object()
+        owner._wake.set()  # at once: only the interval asked for matters
+        await owner._sleep()  # held: the next check
+        owner._conn = None
+        owner._wake.set()
+        await owner._sleep()  # not held: the next attempt
+        with pytest.raises(StoreError):
+            await owner._try_take()
+        with monkeypatch.context() as patch:
+            patch.setattr(pg_ownership, "Bound", _Unanswered)
+            owner._conn = _SeveredConn()
+            assert not await owner._still_held()
+        return owner._silence, owner._refusal((4321, "old-engine", None, None, 3600.0))
+
+    silence, refusal = run(go())
+    assert timeouts == [2.0, 0.5, 10.0]
+    assert silence == "the database gave no answer within 2 s to the check of the lock"
+    assert "(a running engine does every 2 s)" in refusal
 
 
 def _scripted(owner, monkeypatch, checks, takes, holders) -> list[str]:
