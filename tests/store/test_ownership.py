@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import warnings
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -35,7 +36,7 @@ from engine_service.store import ownership
 from engine_service.store.ownership import FileOwnership
 from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
 
-from .pg import connect, url_with
+from .pg import TestDatabase, connect, url_with
 from .test_store import DECK0, record, run
 from tests.crash import crash
 
@@ -828,6 +829,59 @@ def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
     assert holder[4] is not None  # idle between checks, never in a transaction: its silence is known
 
 
+def test_an_old_session_is_ended_by_its_pid_and_start_only(pg_url):
+    """_END_OLD ends a session by its server pid and its start both, never another session
+    that has the same pid later (its start differs), and ends it (pg_terminate_backend, not
+    a cancel of its query: the lock goes only with the session)."""
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as old:
+            pid, start = await (await old.execute(
+                "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")).fetchone()
+            reused = await owner._ask(pg_ownership._END_OLD, {"pid": pid, "start": start - timedelta(seconds=1)})
+            alive = (await (await old.execute("SELECT 1")).fetchone())[0]
+            ended = await owner._ask(pg_ownership._END_OLD, {"pid": pid, "start": start})
+            with pytest.raises(psycopg.OperationalError):
+                await old.execute("SELECT 1")
+        return reused, alive, ended
+
+    assert run(go()) == (None, 1, (True,))
+
+
+def test_the_holder_asked_about_is_that_of_this_schema_of_this_database(pg_database, pg_schema):
+    """Who holds the lock (:data:`_HOLDER`): the holder of this schema's lock in this database
+    only (one engine per schema: docs/operations.md), not an engine on another schema of the
+    database nor on a schema of the same name in another database; and how long it has sent
+    no query (the refusal's "no query for N s"), not how long it has been connected."""
+    schema, url = pg_schema
+    _, other_schema_url = pg_database.schema()
+    other_database = TestDatabase()
+
+    async def go():
+        other_database.execute(f'CREATE SCHEMA "{schema}"')
+        others = [PostgresStore(other_schema_url), PostgresStore(url_with(other_database.url, schema=schema))]
+        for other in others:
+            await other.open()
+        try:
+            owner = pg_ownership.AdvisoryOwnership(url, "the database")
+            nobody = await owner._holder_row()
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as holder:
+                await holder.execute("SELECT pg_sleep(1.0)")  # connected a second before its last query
+                await holder.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+                pid = holder.info.backend_pid
+                row = await owner._holder_row()
+            return nobody, row[0] == pid, row[4]
+        finally:
+            for other in others:
+                await other.close()
+
+    try:
+        nobody, named, idle_s = run(go())
+    finally:
+        other_database.drop()
+    assert nobody is None and named and 0 <= idle_s < 0.9, (nobody, named, idle_s)
+
+
 def test_an_attempt_refused_the_lock_closes_its_session_and_forgets_it(pg_url, monkeypatch):
     """An attempt that finds the lock held (another engine's) closes its session at once and
     does not remember it as one of the store's own: it answered, so it cannot hold the lock
@@ -884,17 +938,17 @@ class _ClockAhead(_Pauses):
 
 def test_a_connection_made_as_the_bound_ran_out_leaves_no_time_for_its_statements(pg_url, monkeypatch):
     """timeout_s bounds an attempt to take the lock, and a question to the server, connection
-    included: a connection made only as the bound ran out (here the loop's clock moved on a
-    minute while it was made) leaves its statements no time (their bound: none left, not a
-    second more). The attempt is a server without an answer (its session still known: the
-    lock may be granted to it)."""
+    included: a connection made only as the bound ran out (here the loop's clock moved on 4 s,
+    past the bound of 3 s, while it was made) leaves its statements no time (their bound: none
+    left, not a second more). The attempt is a server without an answer (its session still
+    known: the lock may be granted to it)."""
     ahead = [0.0]
     bounds: list[float] = []
     connect = psycopg.AsyncConnection.connect
 
     async def slow(*args, **kwargs):
         conn = await connect(*args, **kwargs)
-        ahead[0] += 60.0
+        ahead[0] += 4.0
         return conn
 
     class Recorded(pg_ownership.Bound):
