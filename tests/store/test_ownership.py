@@ -1317,8 +1317,8 @@ def test_a_verdict_is_waited_for_only_while_one_is_due(monkeypatch):
             await owner.verdict(5.0)  # the server found unreachable: a verdict
             owner._unreachable("still down")
         assert owner.unreachable == "still down"
-        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
-            ("db_unreachable", "the server is down", "the database")]
+        assert [(e["event"], e["log_level"], e["error"], e["db"]) for e in logs] == [
+            ("db_unreachable", "error", "the server is down", "the database")]  # docs/operations.md
         return waited
 
     assert run(go()) >= 0.09
