@@ -1266,7 +1266,7 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
 
         async def restored():
             seen.append(owner.held)
-            raise OSError("a dead connection")
+            raise psycopg.OperationalError("a dead connection")  # whatever it raises
 
         owner = _advisory(on_restored=restored)
         owner._conn, owner._watchdog = object(), object()
@@ -1566,6 +1566,34 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
                       ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
     assert {e["db"] for e in logs} == {"the database"}
     assert [e["error"] for e in logs if e["event"] == "db_unreachable"] == ["cannot connect"] * 2
+
+
+def test_a_doubt_raised_while_a_check_runs_waits_for_the_next_check(monkeypatch):
+    """A check answers the doubts raised before it began, not one raised while it ran (a
+    connection lost meanwhile: the lock session may have gone after it answered): writes
+    stay refused until the next check (doubt(): refused until the watchdog, woken then, has
+    found the lock held)."""
+    owner = _advisory(check_s=0.01)
+    held_at_check: list[bool] = []
+
+    async def check():
+        held_at_check.append(owner.held)
+        if len(held_at_check) == 1:
+            owner.doubt()  # lost while the check runs
+        elif len(held_at_check) == 3:
+            raise IndexError  # enough
+        return True
+
+    monkeypatch.setattr(owner, "_still_held", check)
+
+    async def go():
+        owner._conn, owner._watchdog = object(), object()
+        owner.doubt()
+        with pytest.raises(IndexError):
+            await owner._watch()
+
+    run(go())
+    assert held_at_check == [False, False, True]
 
 
 def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
