@@ -11,6 +11,7 @@ import errno
 import fcntl
 import gc
 import json
+import math
 import os
 import re
 import signal
@@ -1002,6 +1003,60 @@ def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypa
     _took_the_lock_at_once(attempts, pauses, pg_ownership.POLL_S)
 
 
+class _LoopClock:
+    """pg_ownership's ``asyncio``, but for the running loop's clock, which moves only when the
+    module sleeps, by the pause asked for and without pausing (as :class:`_Clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.pauses: list[float] = []
+
+    def __getattr__(self, name: str):
+        return getattr(asyncio, name)
+
+    def get_running_loop(self):
+        loop, clock = asyncio.get_running_loop(), self
+
+        class Clocked:
+            def time(self) -> float:
+                return clock.now
+
+            def __getattr__(self, name: str):
+                return getattr(loop, name)
+
+        return Clocked()
+
+    def sleep(self, seconds: float):
+        self.pauses.append(seconds)
+        self.now += seconds
+        return asyncio.sleep(0)
+
+
+def test_a_postgres_lock_wait_ends_at_wait_s_and_says_the_time_left_to_a_tenth(pg_url, monkeypatch):
+    """As on SQLite: ``wait_s`` 0 refuses at the first attempt, even on a clock that has not
+    moved since the deadline was set (no pause, no ``db_lock_waiting`` line); a wait is said
+    once, the time left to a tenth of a second, tried every POLL_S and refused once it has
+    run out, not a poll later."""
+    async def go():
+        holder = PostgresStore(pg_url, ownership_check_s=60)
+        await holder.open()
+        try:
+            seen = []
+            for wait_s in (0.0, 0.34):
+                clock = _LoopClock()
+                with monkeypatch.context() as patch, structlog.testing.capture_logs() as logs:
+                    patch.setattr(pg_ownership, "asyncio", clock)
+                    with pytest.raises(StoreInUse):
+                        await pg_ownership.AdvisoryOwnership(pg_url, "the database", wait_s=wait_s).acquire()
+                seen.append((clock.pauses, [(line["event"], line["wait_s"]) for line in logs]))
+            return seen
+        finally:
+            await holder.close()
+
+    polls = [pg_ownership.POLL_S] * math.ceil(0.34 / pg_ownership.POLL_S)
+    assert run(go()) == [([], []), (polls, [("db_lock_waiting", 0.3)])]
+
+
 def test_a_crashed_holders_session_releases_the_lock(pg_url):
     async def go():
         first = PostgresStore(pg_url)
@@ -1594,6 +1649,26 @@ def test_a_doubt_raised_while_a_check_runs_waits_for_the_next_check(monkeypatch)
 
     run(go())
     assert held_at_check == [False, False, True]
+    # the same for a doubt raised while the lock is taken again
+    retaken = _advisory(check_s=0.01)
+    done = _scripted(retaken, monkeypatch, checks=[False, True], takes=[True], holders=[])
+    held_after: list[bool] = []
+    take = retaken._try_take
+
+    async def doubted_meanwhile():
+        retaken.doubt()
+        return await take()
+
+    async def check_again(real=retaken._still_held):
+        held_after.append(retaken.held)
+        return await real()
+
+    monkeypatch.setattr(retaken, "_try_take", doubted_meanwhile)
+    monkeypatch.setattr(retaken, "_still_held", check_again)
+    retaken._watchdog = object()
+    with pytest.raises(IndexError):
+        run(retaken._watch())
+    assert done == ["check", "take", "check", "check"] and held_after == [False, False, True]
 
 
 def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
@@ -1619,6 +1694,47 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     untold._watchdog = object()
     run(untold._watch())
     assert untold.lost
+
+
+def test_a_check_without_an_answer_is_said_for_that_outage_only(monkeypatch):
+    """The server unreachable because a check got no answer; the lock taken again; then the
+    lock session lost alone (the server answers): not unreachable, nothing said of the
+    earlier silence again (db_unreachable is logged once per outage)."""
+    owner = _advisory(check_s=0.01)
+    unreachable_at_take: list = []
+    checks = [False, False, True, False]  # unanswered; the lock not held; held; lost alone
+
+    class Conn:
+        async def close(self):
+            pass
+
+    async def check():
+        if len(checks) == 4:
+            owner._silence = "the database gave no answer within 1 s to the check of the lock"
+        return checks.pop(0)
+
+    async def take():
+        unreachable_at_take.append(owner.unreachable)
+        if len(unreachable_at_take) == 3:
+            raise IndexError  # enough
+        if len(unreachable_at_take) == 1:
+            raise StoreError("cannot connect to the database: no answer within 10 s")
+        owner._conn = Conn()
+        return True
+
+    monkeypatch.setattr(owner, "_still_held", check)
+    monkeypatch.setattr(owner, "_try_take", take)
+
+    async def go():
+        owner._watchdog = object()
+        with structlog.testing.capture_logs() as logs, pytest.raises(IndexError):
+            await owner._watch()
+        return [(e["event"], e.get("error")) for e in logs if e["event"] == "db_unreachable"]
+
+    said = run(go())
+    assert unreachable_at_take == ["the database gave no answer within 1 s to the check of the lock",
+                                   "cannot connect to the database: no answer within 10 s", None]
+    assert said == [("db_unreachable", "the database gave no answer within 1 s to the check of the lock")]
 
 
 def test_a_lock_lost_after_a_doubt_gives_the_waiting_calls_their_verdict(monkeypatch):
