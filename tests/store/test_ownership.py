@@ -1453,6 +1453,7 @@ def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(
     assert [(e["event"], e["server_pid"], e["ended"], e["idle_s"]) for e in logs] == [
         ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0),
         ("db_lock_held_by_old_session", 13, False, 2.0)]
+    assert {e["log_level"] for e in logs} == {"warning"}  # docs/operations.md
     assert "action" not in logs[0] and {e["db"] for e in logs} == {"the database"}
     assert logs[1]["action"].endswith("SELECT pg_terminate_backend(12)")
     assert logs[2]["action"].endswith("SELECT pg_terminate_backend(13)")
@@ -1616,9 +1617,10 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
                     "check", "take", "holder", "end 7", "check", "take", "check", "check"]
     assert conn.closed and restored == [False, False] and owner.held and not owner.lost
     assert owner.unreachable is None and owner._verdict.is_set()
-    events = [(e["event"], e.get("refused_s") is not None) for e in logs]
-    assert events == [("db_ownership_confirmed", True), ("db_ownership_connection_lost", False),
-                      ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
+    events = [(e["event"], e["log_level"], e.get("refused_s") is not None) for e in logs]
+    assert events == [("db_ownership_confirmed", "info", True), ("db_ownership_connection_lost", "warning", False),
+                      ("db_unreachable", "error", False), ("db_unreachable", "error", False),
+                      ("db_ownership_reacquired", "info", True)], logs  # levels: docs/operations.md
     assert {e["db"] for e in logs} == {"the database"}
     assert [e["error"] for e in logs if e["event"] == "db_unreachable"] == ["cannot connect"] * 2
 
