@@ -1246,6 +1246,7 @@ def test_a_server_that_refuses_connections_is_unreachable_in_libpqs_words():
 
     message, row, sessions = run(go())
     assert message.startswith("cannot connect to the database: ") and "Connection refused" in message, message
+    assert "\n" not in message and "\t" not in message, message  # one line: reason_of
     assert row is None and sessions == {}
 
 
