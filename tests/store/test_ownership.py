@@ -858,16 +858,19 @@ def test_the_holder_asked_about_is_that_of_this_schema_of_this_database(pg_datab
     _, other_schema_url = pg_database.schema()
     other_database = TestDatabase()
 
+    async def take(conninfo: str) -> psycopg.AsyncConnection:
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        await conn.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+        return conn
+
     async def go():
         other_database.execute(f'CREATE SCHEMA "{schema}"')
-        others = [PostgresStore(other_schema_url), PostgresStore(url_with(other_database.url, schema=schema))]
-        for other in others:
-            await other.open()
+        others = [await take(other_schema_url), await take(url_with(other_database.url, schema=schema))]
         try:
             owner = pg_ownership.AdvisoryOwnership(url, "the database")
             nobody = await owner._holder_row()
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as holder:
-                await holder.execute("SELECT pg_sleep(1.0)")  # connected a second before its last query
+                await holder.execute("SELECT pg_sleep(0.5)")  # connected half a second before its last query
                 await holder.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
                 pid = holder.info.backend_pid
                 row = await owner._holder_row()
@@ -880,7 +883,7 @@ def test_the_holder_asked_about_is_that_of_this_schema_of_this_database(pg_datab
         nobody, named, idle_s = run(go())
     finally:
         other_database.drop()
-    assert nobody is None and named and 0 <= idle_s < 0.9, (nobody, named, idle_s)
+    assert nobody is None and named and 0 <= idle_s < 0.45, (nobody, named, idle_s)
 
 
 def test_an_attempt_refused_the_lock_closes_its_session_and_forgets_it(pg_url, monkeypatch):
