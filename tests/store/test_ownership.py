@@ -11,6 +11,7 @@ import errno
 import fcntl
 import gc
 import json
+import math
 import os
 import re
 import signal
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 import warnings
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -35,7 +37,7 @@ from engine_service.store import ownership
 from engine_service.store.ownership import FileOwnership
 from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
 
-from .pg import connect, url_with
+from .pg import TestDatabase, connect, url_with
 from .test_store import DECK0, record, run
 from tests.crash import crash
 
@@ -621,10 +623,13 @@ def test_taking_a_held_lock_again_makes_no_attempt_and_keeps_the_lock_files_held
 # ---- PostgreSQL ----------------------------------------------------------------------------
 
 def _lock_backend(pg_database, schema: str) -> int | None:
-    """The server pid of the session holding ``schema``'s ownership lock."""
+    """The server pid of the session holding ``schema``'s ownership lock: the key
+    docs/operations.md gives operators, ``(0x43474532, hashtext(current_schema()))``, spelt
+    out here (not the module's constant) so that the lock an engine takes is the one documented."""
+    assert OWNER_LOCK_CLASS == 0x43474532  # "CGE2"
     rows = pg_database.execute(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s::oid "
-        "AND objid = hashtext(current_schema())::oid AND objsubid = 2", (OWNER_LOCK_CLASS,), schema=schema)
+        "AND objid = hashtext(current_schema())::oid AND objsubid = 2", (0x43474532,), schema=schema)
     return rows[0][0] if rows else None
 
 
@@ -735,7 +740,8 @@ def test_a_closed_postgres_store_stops_watching_and_never_takes_its_lock_again(p
 
 def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
     """The check asks whether the lock session holds the lock, not whether it answers: a
-    session that no longer holds it (here unlocked on it) is not held, though connected."""
+    session that no longer holds it (here unlocked on it) is not held, though connected, nor
+    once another session (another engine) holds it: its own session's, not anyone's."""
     async def go():
         st = PostgresStore(pg_url, ownership_check_s=60)
         await st.open()
@@ -743,11 +749,14 @@ def test_a_check_finds_the_lock_gone_from_a_session_still_connected(pg_url):
             owner = st._owner
             held = await owner._still_held()
             await owner._conn.execute(pg_ownership._UNLOCK, {"cls": OWNER_LOCK_CLASS})
-            return held, await owner._still_held()
+            unlocked = await owner._still_held()
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as other:
+                taken = await (await other.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})).fetchone()
+                return held, unlocked, taken[0], await owner._still_held()
         finally:
             await st.close()
 
-    assert run(go()) == (True, False)
+    assert run(go()) == (True, False, True, False)
 
 
 def _recording_connect(monkeypatch) -> list[psycopg.AsyncConnection]:
@@ -821,6 +830,62 @@ def test_a_lock_session_is_remembered_by_its_pid_and_start(pg_url):
     assert holder[4] is not None  # idle between checks, never in a transaction: its silence is known
 
 
+def test_an_old_session_is_ended_by_its_pid_and_start_only(pg_url):
+    """_END_OLD ends a session by its server pid and its start both, never another session
+    that has the same pid later (its start differs), and ends it (pg_terminate_backend, not
+    a cancel of its query: the lock goes only with the session)."""
+    async def go():
+        owner = pg_ownership.AdvisoryOwnership(pg_url, "the database")
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as old:
+            pid, start = await (await old.execute(
+                "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")).fetchone()
+            reused = await owner._ask(pg_ownership._END_OLD, {"pid": pid, "start": start - timedelta(seconds=1)})
+            alive = (await (await old.execute("SELECT 1")).fetchone())[0]
+            ended = await owner._ask(pg_ownership._END_OLD, {"pid": pid, "start": start})
+            with pytest.raises(psycopg.OperationalError):
+                await old.execute("SELECT 1")
+        return reused, alive, ended
+
+    assert run(go()) == (None, 1, (True,))
+
+
+def test_the_holder_asked_about_is_that_of_this_schema_of_this_database(pg_database, pg_schema):
+    """Who holds the lock (:data:`_HOLDER`): the holder of this schema's lock in this database
+    only (one engine per schema: docs/operations.md), not an engine on another schema of the
+    database nor on a schema of the same name in another database; and how long it has sent
+    no query (the refusal's "no query for N s"), not how long it has been connected."""
+    schema, url = pg_schema
+    _, other_schema_url = pg_database.schema()
+    other_database = TestDatabase()
+
+    async def take(conninfo: str) -> psycopg.AsyncConnection:
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        await conn.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+        return conn
+
+    async def go():
+        other_database.execute(f'CREATE SCHEMA "{schema}"')
+        others = [await take(other_schema_url), await take(url_with(other_database.url, schema=schema))]
+        try:
+            owner = pg_ownership.AdvisoryOwnership(url, "the database")
+            nobody = await owner._holder_row()
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as holder:
+                await holder.execute("SELECT pg_sleep(0.5)")  # connected half a second before its last query
+                await holder.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+                pid = holder.info.backend_pid
+                row = await owner._holder_row()
+            return nobody, row[0] == pid, row[4]
+        finally:
+            for other in others:
+                await other.close()
+
+    try:
+        nobody, named, idle_s = run(go())
+    finally:
+        other_database.drop()
+    assert nobody is None and named and 0 <= idle_s < 0.45, (nobody, named, idle_s)
+
+
 def test_an_attempt_refused_the_lock_closes_its_session_and_forgets_it(pg_url, monkeypatch):
     """An attempt that finds the lock held (another engine's) closes its session at once and
     does not remember it as one of the store's own: it answered, so it cannot hold the lock
@@ -877,17 +942,17 @@ class _ClockAhead(_Pauses):
 
 def test_a_connection_made_as_the_bound_ran_out_leaves_no_time_for_its_statements(pg_url, monkeypatch):
     """timeout_s bounds an attempt to take the lock, and a question to the server, connection
-    included: a connection made only as the bound ran out (here the loop's clock moved on a
-    minute while it was made) leaves its statements no time (their bound: none left, not a
-    second more). The attempt is a server without an answer (its session still known: the
-    lock may be granted to it)."""
+    included: a connection made only as the bound ran out (here the loop's clock moved on 4 s,
+    past the bound of 3 s, while it was made) leaves its statements no time (their bound: none
+    left, not a second more). The attempt is a server without an answer (its session still
+    known: the lock may be granted to it)."""
     ahead = [0.0]
     bounds: list[float] = []
     connect = psycopg.AsyncConnection.connect
 
     async def slow(*args, **kwargs):
         conn = await connect(*args, **kwargs)
-        ahead[0] += 60.0
+        ahead[0] += 4.0
         return conn
 
     class Recorded(pg_ownership.Bound):
@@ -939,6 +1004,60 @@ def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypa
     waited, attempts, pauses = _waited_for_the_holder(lambda **kw: PostgresStore(pg_url, **kw), 0.5, monkeypatch)
     assert waited >= 0.4
     _took_the_lock_at_once(attempts, pauses, pg_ownership.POLL_S)
+
+
+class _LoopClock:
+    """pg_ownership's ``asyncio``, but for the running loop's clock, which moves only when the
+    module sleeps, by the pause asked for and without pausing (as :class:`_Clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.pauses: list[float] = []
+
+    def __getattr__(self, name: str):
+        return getattr(asyncio, name)
+
+    def get_running_loop(self):
+        loop, clock = asyncio.get_running_loop(), self
+
+        class Clocked:
+            def time(self) -> float:
+                return clock.now
+
+            def __getattr__(self, name: str):
+                return getattr(loop, name)
+
+        return Clocked()
+
+    def sleep(self, seconds: float):
+        self.pauses.append(seconds)
+        self.now += seconds
+        return asyncio.sleep(0)
+
+
+def test_a_postgres_lock_wait_ends_at_wait_s_and_says_the_time_left_to_a_tenth(pg_url, monkeypatch):
+    """As on SQLite: ``wait_s`` 0 refuses at the first attempt, even on a clock that has not
+    moved since the deadline was set (no pause, no ``db_lock_waiting`` line); a wait is said
+    once, the time left to a tenth of a second, tried every POLL_S and refused once it has
+    run out, not a poll later."""
+    async def go():
+        holder = PostgresStore(pg_url, ownership_check_s=60)
+        await holder.open()
+        try:
+            seen = []
+            for wait_s in (0.0, 0.34):
+                clock = _LoopClock()
+                with monkeypatch.context() as patch, structlog.testing.capture_logs() as logs:
+                    patch.setattr(pg_ownership, "asyncio", clock)
+                    with pytest.raises(StoreInUse):
+                        await pg_ownership.AdvisoryOwnership(pg_url, "the database", wait_s=wait_s).acquire()
+                seen.append((clock.pauses, [(line["event"], line["wait_s"]) for line in logs]))
+            return seen
+        finally:
+            await holder.close()
+
+    polls = [pg_ownership.POLL_S] * math.ceil(0.34 / pg_ownership.POLL_S)
+    assert run(go()) == [([], []), (polls, [("db_lock_waiting", 0.3)])]
 
 
 def test_a_crashed_holders_session_releases_the_lock(pg_url):
@@ -1080,13 +1199,18 @@ def test_the_lock_sessions_name_fits_the_63_bytes_of_an_application_name(monkeyp
 
 
 def test_the_lock_connection_has_keepalives_and_its_name_unless_the_url_sets_them(monkeypatch):
-    """libpq's keepalives on the lock connection, so that the engine notices a dead server;
-    those the URL sets are kept (its application_name is not: the lock names its process)."""
+    """libpq's keepalives on the lock connection, so that the engine notices a dead server:
+    10 s idle, 3 probes 5 s apart, as docs/operations.md says of the lock session (and of
+    the pool's connections); those the URL sets are kept (its application_name is not: the
+    lock names its process)."""
     from psycopg.conninfo import conninfo_to_dict
     monkeypatch.setattr(pg_ownership, "application_name", lambda: "this engine")
     params = conninfo_to_dict(pg_ownership.AdvisoryOwnership(
         "dbname=cardgames keepalives_idle=60 application_name=mine", "the database")._conninfo)
     assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "60",
+                      "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
+    params = conninfo_to_dict(pg_ownership.AdvisoryOwnership("dbname=cardgames", "the database")._conninfo)
+    assert params == {"dbname": "cardgames", "keepalives": "1", "keepalives_idle": "10",
                       "keepalives_interval": "5", "keepalives_count": "3", "application_name": "this engine"}
 
 
@@ -1125,6 +1249,7 @@ def test_a_server_that_refuses_connections_is_unreachable_in_libpqs_words():
 
     message, row, sessions = run(go())
     assert message.startswith("cannot connect to the database: ") and "Connection refused" in message, message
+    assert "\n" not in message and "\t" not in message, message  # one line: reason_of
     assert row is None and sessions == {}
 
 
@@ -1200,7 +1325,7 @@ def test_writes_resume_after_a_doubt_only_once_the_stores_connections_are_checke
 
         async def restored():
             seen.append(owner.held)
-            raise OSError("a dead connection")
+            raise psycopg.OperationalError("a dead connection")  # whatever it raises
 
         owner = _advisory(on_restored=restored)
         owner._conn, owner._watchdog = object(), object()
@@ -1251,8 +1376,8 @@ def test_a_verdict_is_waited_for_only_while_one_is_due(monkeypatch):
             await owner.verdict(5.0)  # the server found unreachable: a verdict
             owner._unreachable("still down")
         assert owner.unreachable == "still down"
-        assert [(e["event"], e["error"], e["db"]) for e in logs] == [
-            ("db_unreachable", "the server is down", "the database")]
+        assert [(e["event"], e["log_level"], e["error"], e["db"]) for e in logs] == [
+            ("db_unreachable", "error", "the server is down", "the database")]  # docs/operations.md
         return waited
 
     assert run(go()) >= 0.09
@@ -1332,6 +1457,7 @@ def test_an_old_session_of_the_store_holding_the_lock_is_ended_once_and_said_so(
     assert [(e["event"], e["server_pid"], e["ended"], e["idle_s"]) for e in logs] == [
         ("db_lock_held_by_old_session", 11, True, 30.0), ("db_lock_held_by_old_session", 12, False, 1.0),
         ("db_lock_held_by_old_session", 13, False, 2.0)]
+    assert {e["log_level"] for e in logs} == {"warning"}  # docs/operations.md
     assert "action" not in logs[0] and {e["db"] for e in logs} == {"the database"}
     assert logs[1]["action"].endswith("SELECT pg_terminate_backend(12)")
     assert logs[2]["action"].endswith("SELECT pg_terminate_backend(13)")
@@ -1385,6 +1511,41 @@ def test_a_check_without_an_answer_takes_the_server_for_unreachable_at_once(monk
 
     run(go())
     assert silent == [1.0, 2.5]
+
+
+def test_the_watchdog_keeps_the_documented_intervals(monkeypatch):
+    """docs/operations.md (On PostgreSQL): the engine checks its lock every 2 s, a check without
+    an answer within 2 s takes the server for unreachable, a lock not held is tried again every
+    0.5 s, and an attempt to take it gives up after 10 s; the refusal of a holder says that a
+    running engine checks every 2 s."""
+    timeouts: list[float] = []
+    monkeypatch.setattr(pg_ownership, "asyncio", _Timeouts(asyncio, timeouts))
+
+    async def refused(*args, **kwargs):
+        raise psycopg.OperationalError("Connection refused")
+
+    monkeypatch.setattr(pg_ownership.psycopg.AsyncConnection, "connect", refused)
+
+    async def go():
+        owner = _advisory()
+        owner._conn = object()
+        owner._wake.set()  # at once: only the interval asked for matters
+        await owner._sleep()  # held: the next check
+        owner._conn = None
+        owner._wake.set()
+        await owner._sleep()  # not held: the next attempt
+        with pytest.raises(StoreError):
+            await owner._try_take()
+        with monkeypatch.context() as patch:
+            patch.setattr(pg_ownership, "Bound", _Unanswered)
+            owner._conn = _SeveredConn()
+            assert not await owner._still_held()
+        return owner._silence, owner._refusal((4321, "old-engine", None, None, 3600.0))
+
+    silence, refusal = run(go())
+    assert timeouts == [2.0, 0.5, 10.0]
+    assert silence == "the database gave no answer within 2 s to the check of the lock"
+    assert "(a running engine does every 2 s)" in refusal
 
 
 def _scripted(owner, monkeypatch, checks, takes, holders) -> list[str]:
@@ -1460,11 +1621,60 @@ def test_the_watchdog_takes_a_lost_lock_again_and_says_how_long_writes_were_refu
                     "check", "take", "holder", "end 7", "check", "take", "check", "check"]
     assert conn.closed and restored == [False, False] and owner.held and not owner.lost
     assert owner.unreachable is None and owner._verdict.is_set()
-    events = [(e["event"], e.get("refused_s") is not None) for e in logs]
-    assert events == [("db_ownership_confirmed", True), ("db_ownership_connection_lost", False),
-                      ("db_unreachable", False), ("db_unreachable", False), ("db_ownership_reacquired", True)], logs
+    events = [(e["event"], e["log_level"], e.get("refused_s") is not None) for e in logs]
+    assert events == [("db_ownership_confirmed", "info", True), ("db_ownership_connection_lost", "warning", False),
+                      ("db_unreachable", "error", False), ("db_unreachable", "error", False),
+                      ("db_ownership_reacquired", "info", True)], logs  # levels: docs/operations.md
     assert {e["db"] for e in logs} == {"the database"}
     assert [e["error"] for e in logs if e["event"] == "db_unreachable"] == ["cannot connect"] * 2
+
+
+def test_a_doubt_raised_while_a_check_runs_waits_for_the_next_check(monkeypatch):
+    """A check answers the doubts raised before it began, not one raised while it ran (a
+    connection lost meanwhile: the lock session may have gone after it answered): writes
+    stay refused until the next check (doubt(): refused until the watchdog, woken then, has
+    found the lock held)."""
+    owner = _advisory(check_s=0.01)
+    held_at_check: list[bool] = []
+
+    async def check():
+        held_at_check.append(owner.held)
+        if len(held_at_check) == 1:
+            owner.doubt()  # lost while the check runs
+        elif len(held_at_check) == 3:
+            raise IndexError  # enough
+        return True
+
+    monkeypatch.setattr(owner, "_still_held", check)
+
+    async def go():
+        owner._conn, owner._watchdog = object(), object()
+        owner.doubt()
+        with pytest.raises(IndexError):
+            await owner._watch()
+
+    run(go())
+    assert held_at_check == [False, False, True]
+    # the same for a doubt raised while the lock is taken again
+    retaken = _advisory(check_s=0.01)
+    done = _scripted(retaken, monkeypatch, checks=[False, True], takes=[True], holders=[])
+    held_after: list[bool] = []
+    take = retaken._try_take
+
+    async def doubted_meanwhile():
+        retaken.doubt()
+        return await take()
+
+    async def check_again(real=retaken._still_held):
+        held_after.append(retaken.held)
+        return await real()
+
+    monkeypatch.setattr(retaken, "_try_take", doubted_meanwhile)
+    monkeypatch.setattr(retaken, "_still_held", check_again)
+    retaken._watchdog = object()
+    with pytest.raises(IndexError):
+        run(retaken._watch())
+    assert done == ["check", "take", "check", "check"] and held_after == [False, False, True]
 
 
 def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypatch):
@@ -1490,6 +1700,47 @@ def test_the_watchdog_stops_for_good_when_another_engine_took_the_lock(monkeypat
     untold._watchdog = object()
     run(untold._watch())
     assert untold.lost
+
+
+def test_a_check_without_an_answer_is_said_for_that_outage_only(monkeypatch):
+    """The server unreachable because a check got no answer; the lock taken again; then the
+    lock session lost alone (the server answers): not unreachable, nothing said of the
+    earlier silence again (db_unreachable is logged once per outage)."""
+    owner = _advisory(check_s=0.01)
+    unreachable_at_take: list = []
+    checks = [False, False, True, False]  # unanswered; the lock not held; held; lost alone
+
+    class Conn:
+        async def close(self):
+            pass
+
+    async def check():
+        if len(checks) == 4:
+            owner._silence = "the database gave no answer within 1 s to the check of the lock"
+        return checks.pop(0)
+
+    async def take():
+        unreachable_at_take.append(owner.unreachable)
+        if len(unreachable_at_take) == 3:
+            raise IndexError  # enough
+        if len(unreachable_at_take) == 1:
+            raise StoreError("cannot connect to the database: no answer within 10 s")
+        owner._conn = Conn()
+        return True
+
+    monkeypatch.setattr(owner, "_still_held", check)
+    monkeypatch.setattr(owner, "_try_take", take)
+
+    async def go():
+        owner._watchdog = object()
+        with structlog.testing.capture_logs() as logs, pytest.raises(IndexError):
+            await owner._watch()
+        return [(e["event"], e.get("error")) for e in logs if e["event"] == "db_unreachable"]
+
+    said = run(go())
+    assert unreachable_at_take == ["the database gave no answer within 1 s to the check of the lock",
+                                   "cannot connect to the database: no answer within 10 s", None]
+    assert said == [("db_unreachable", "the database gave no answer within 1 s to the check of the lock")]
 
 
 def test_a_lock_lost_after_a_doubt_gives_the_waiting_calls_their_verdict(monkeypatch):

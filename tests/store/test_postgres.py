@@ -18,6 +18,7 @@ import pytest
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, DuplicateClientAction, NotADatabase,
                                   SeatRecord, SequenceConflict, StoreError, describe_location)
 from engine_service.store import postgres
+from engine_service.store.pg_ownership import reason_of
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
 from tests.crash import crash
 
@@ -381,6 +382,25 @@ def test_a_role_or_server_that_cannot_write_is_refused_at_open(pg_database, pg_s
     finally:
         pg_database.execute(f'DROP OWNED BY "{role}"')
         pg_database.execute(f'DROP ROLE "{role}"')
+
+
+def test_a_reason_is_one_line_without_the_servers_detail(pg_url):
+    """reason_of (every StoreError quoting the server or libpq): the server's message without
+    its DETAIL, which may quote a row (here a key; a deck alike), and libpq's own text, whose
+    hint stands on a line of its own, joined into one line; never empty."""
+    with connect(pg_url) as conn:
+        conn.execute("CREATE TABLE t (k text PRIMARY KEY)")
+        conn.execute("INSERT INTO t VALUES ('QS KH 9D')")
+        with pytest.raises(psycopg.Error) as duplicate:
+            conn.execute("INSERT INTO t VALUES ('QS KH 9D')")
+    with pytest.raises(psycopg.Error) as refused:
+        psycopg.connect("host=127.0.0.1 port=1 dbname=cards", connect_timeout=10)
+    assert "\n" in str(duplicate.value) and "\n" in str(refused.value)  # what reason_of is given
+    assert reason_of(duplicate.value) == 'duplicate key value violates unique constraint "t_pkey"'
+    reason = reason_of(refused.value)
+    assert "Connection refused" in reason and "Is the server running" in reason, reason
+    assert "\n" not in reason and "\t" not in reason and "  " not in reason, reason
+    assert reason_of(psycopg.OperationalError(" \n\t")).strip()
 
 
 def test_a_missing_schema_is_a_clear_error(pg_database):
