@@ -130,7 +130,10 @@ _HOLDER = ("SELECT l.pid, a.application_name, host(a.client_addr), a.backend_sta
            "WHERE l.locktype = 'advisory' AND l.granted "
            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
            "AND l.classid = %(cls)s::oid AND l.objid = hashtext(current_schema())::oid "
-           "AND l.objsubid = 2")
+           "AND l.objsubid = 2 "
+           # a holder gone from the activity view (another snapshot: it ended in between) is
+           # nobody, tried again, not a session of unknown name taken for another engine's
+           "AND (l.pid IS NULL OR a.pid IS NOT NULL)")
 
 
 def sever(conn: psycopg.AsyncConnection) -> None:

@@ -886,6 +886,31 @@ def test_the_holder_asked_about_is_that_of_this_schema_of_this_database(pg_datab
     assert nobody is None and named and 0 <= idle_s < 0.45, (nobody, named, idle_s)
 
 
+def test_a_holder_gone_from_the_activity_view_is_nobody_yet_not_a_holder_of_unknown_name(pg_url):
+    """pg_locks and pg_stat_activity are two snapshots: a holder that ended between them (an
+    old session of the store's own, ended) was a row with its pid and nothing else, which
+    ``_own`` could not know as the store's and the watchdog took for another engine's
+    (``db_ownership_lost``, exit 1), where a lock "held by nobody by the time the holder is
+    asked (the old session ended meanwhile) is tried again, never taken for lost" (the
+    module's docstring). Staged with a transaction's activity snapshot (taken at its first
+    read, kept to its end) that predates the holder: no row, as for nobody; once the snapshot
+    is new, the holder is named."""
+    async def go():
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as asker:
+            async with asker.transaction():
+                await asker.execute("SELECT count(*) FROM pg_stat_activity")
+                async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as holder:
+                    await holder.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+                    before = await (await asker.execute(pg_ownership._HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchall()
+            after = await (await asker.execute(pg_ownership._HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchall()
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as holder:
+                await holder.execute(pg_ownership._TRY_LOCK, {"cls": OWNER_LOCK_CLASS})
+                named = await (await asker.execute(pg_ownership._HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchall()
+                return before, after, [row[0] for row in named] == [holder.info.backend_pid]
+
+    assert run(go()) == ([], [], True)
+
+
 def test_an_attempt_refused_the_lock_closes_its_session_and_forgets_it(pg_url, monkeypatch):
     """An attempt that finds the lock held (another engine's) closes its session at once and
     does not remember it as one of the store's own: it answered, so it cannot hold the lock
