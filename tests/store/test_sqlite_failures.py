@@ -1190,3 +1190,72 @@ def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
     with pytest.raises(NotADatabase, match="is a directory, not a SQLite database"):
         run(SqliteStore(tmp_path).open())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("then", ["commit_refused", "transaction_rolled_back"])
+def test_a_write_refused_on_its_own_keeps_its_own_error_when_its_batch_then_fails(tmp_path, then):
+    """A write of a group commit refused on its own (here a SequenceConflict: its seq is taken),
+    its savepoint undone alone, and then the batch fails for everyone: its COMMIT refused
+    (commit_refused), or SQLite rolling back the whole transaction at a later write that
+    fills the disk (transaction_rolled_back). The refused write is answered with its own
+    error, which says what happened to it (the session layer settles a SequenceConflict by
+    reading the match back), not the batch's (_rolled_back: "each with its error"); the
+    others get the batch's error."""
+    path = tmp_path / "db.sqlite3"
+
+    def orphan(conn):  # checked at the COMMIT, not at the statement
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('nobody', 0, '[]')")
+
+    async def go():
+        st = await _opened_with_matches(path, 2)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        if then == "transaction_rolled_back":
+            await st.fill_up()
+        async with held(st):
+            taken = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 1, "take")))
+            if then == "commit_refused":
+                failing = asyncio.ensure_future(st._submit(orphan, write=True))
+            else:
+                failing = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "x" * BIG)))
+            await until_queued(st, 2)
+        results = await asyncio.gather(taken, failing, return_exceptions=True)
+        await st.close()
+        return results, await stored(path, "m1", "m2")
+
+    (taken, failing), final = run(go())
+    assert type(taken) is sqlite_store.SequenceConflict, repr(taken)
+    assert "has an action at seq 1" in str(taken)
+    assert isinstance(failing, StoreError) and type(failing) is not sqlite_store.SequenceConflict
+    assert ("commit failed" if then == "commit_refused" else FULL) in str(failing)
+    assert final["m1"][3] == [(1, "pass")] and final["m2"][3] == []
+
+
+def test_three_rescues_in_one_second_are_named_dash_2_and_dash_3(tmp_path, monkeypatch):
+    """docs/operations.md (When the database fails): the rescued copy is named for the UTC
+    second, ``-2``, ``-3``... after it for a later incident in the same second, never over an
+    earlier copy. Three incidents in one second (without narrowing the names a second may
+    have, _RESCUES_A_SECOND) make three copies, each holding its own incident's state."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+    second = time.gmtime()
+    monkeypatch.setattr(time, "gmtime", lambda *_: second)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        with capture_logs() as logs:
+            for seq in (1, 2, 3):
+                os.rename(path, aside)
+                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
+                os.rename(aside, path)
+                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+        await st.close()
+        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        return moved, [await stored(e["rescued"], "m1") for e in moved]
+
+    moved, copies = run(go())
+    stamp = f"{path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', second)}"
+    assert [(e["rescued"], e["log_level"]) for e in moved] == [
+        (stamp, "error"), (f"{stamp}-2", "error"), (f"{stamp}-3", "error")]
+    assert [c["m1"][3] for c in copies] == [[], [(1, "pass")], [(1, "pass"), (2, "pass")]]
