@@ -882,6 +882,27 @@ def test_a_deck_for_a_deal_that_has_one_is_a_plain_store_error(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_deal_has_one_deck_whatever_the_salt_of_another_deck_for_it(kind, make):
+    """A deal's deck is written once: a deck for a deal that has one is refused however it
+    differs from that one (its salt, its cards, its commitment scheme), and the deck stored
+    stays (the deal is the key of a match's decks, not the deck with its salt)."""
+    salted = DeckRecord(0, ("AS", "7H", "JS"), salt="ab" * 16, scheme=2)
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError, match="match 'm1' has a deck for deal 0"):
+            await st.append_decks("m1", [salted])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
     """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
     writes nothing and only looks the match up): a caller resuming a deal on a match that was
