@@ -1259,3 +1259,29 @@ def test_three_rescues_in_one_second_are_named_dash_2_and_dash_3(tmp_path, monke
     assert [(e["rescued"], e["log_level"]) for e in moved] == [
         (stamp, "error"), (f"{stamp}-2", "error"), (f"{stamp}-3", "error")]
     assert [c["m1"][3] for c in copies] == [[], [(1, "pass")], [(1, "pass"), (2, "pass")]]
+
+
+def test_a_schema_script_may_end_with_blank_lines():
+    """Blank lines after the last statement are no statement cut short (_statements)."""
+    assert sqlite_store._statements("CREATE TABLE a (x);\n\n  \n") == ["CREATE TABLE a (x);"]
+
+
+def test_a_write_refused_for_a_deleted_file_says_which_file_and_that_writes_are_refused(tmp_path):
+    """The store_write_failed line's error as docs/operations.md quotes it (When the database
+    fails): the database file, by its path, was deleted while the engine had it open, and
+    writes are refused."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        os.remove(path)
+        with capture_logs():
+            refused = await asyncio.gather(st.ping(), return_exceptions=True)
+        await st.close()
+        return refused[0]
+
+    refused = run(go())
+    assert type(refused) is StoreError
+    assert str(refused) == (f"the database file {path} was deleted while the engine had it open: writes are "
+                            "refused (they would go to a file no restart reads)")
