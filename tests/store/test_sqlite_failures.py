@@ -1174,14 +1174,15 @@ def test_a_deleted_wal_that_cannot_be_made_again_fails_the_write_and_says_why(tm
         with capture_logs() as again:
             await st.append_action("m1", ActionRecord(2, 1, "pass"))
         await st.close()
-        return refused[0], logs, [e["event"] for e in again]
+        return refused[0], logs, [(e["event"], e["log_level"]) for e in again]
 
     refused, logs, again = run(go())
     assert isinstance(refused, StoreError) and "was deleted and cannot be made again" in str(refused)
     assert "(SQLITE_AUTH)" in str(refused)
     lost, = [e for e in logs if e["event"] == "db_wal_lost"]
     assert lost["db"] == str(path) and "(SQLITE_AUTH)" in lost["error"]
-    assert again == ["db_wal_made_again"]
+    assert lost["log_level"] == "error"  # docs/operations.md, the log's events: an error, a warning
+    assert again == [("db_wal_made_again", "warning")]
 
 
 def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
