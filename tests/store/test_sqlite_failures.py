@@ -1286,3 +1286,40 @@ def test_a_write_refused_for_a_deleted_file_says_which_file_and_that_writes_are_
     assert type(refused) is StoreError
     assert str(refused) == (f"the database file {path} was deleted while the engine had it open: writes are "
                             "refused (they would go to a file no restart reads)")
+
+
+class _NotAnException(BaseException):
+    """Raised by a call on the store's thread: a BaseException that is no Exception."""
+
+
+def test_a_call_that_raises_a_base_exception_is_answered_and_the_stores_thread_goes_on(tmp_path):
+    """Whatever a call run on the store's thread raises, an exception of no Exception class
+    included, is delivered to its caller (a read's as it is, a write's as the write's
+    StoreError), and the thread goes on serving (the writer thread must outlive any one
+    call: a thread ended by it left every later call waiting for ever)."""
+    def abort(*_):
+        raise _NotAnException("stop")
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record("m1"))
+        answers = []
+        for call in (lambda: st._run(abort), lambda: st._submit(abort, write=True)):
+            try:
+                await asyncio.wait_for(call(), 5)
+            except BaseException as exc:  # noqa: BLE001 - what reaches the caller is checked
+                answers.append(exc)
+            if not st._thread.is_alive():
+                return answers, None  # (no close: it would wait for ever)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        got = await st.load_match("m1")
+        await st.close()
+        return answers, [a.seq for a in got.actions]
+
+    answers, seqs = run(go())
+    assert seqs is not None, f"the store's thread ended: {answers!r}"
+    read, write = answers
+    assert type(read) is _NotAnException
+    assert type(write) is StoreError and str(write).startswith("write failed: stop")
+    assert seqs == [1]
