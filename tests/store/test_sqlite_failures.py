@@ -1323,3 +1323,55 @@ def test_a_call_that_raises_a_base_exception_is_answered_and_the_stores_thread_g
     assert type(read) is _NotAnException
     assert type(write) is StoreError and str(write).startswith("write failed: stop")
     assert seqs == [1]
+
+
+def test_the_wal_of_a_deleted_file_is_deleted_at_close_even_when_its_index_is_gone_already(tmp_path):
+    """docs/operations.md (When the database fails): a stopping engine deletes its own
+    ``-wal`` and ``-shm`` once its file was deleted, so that the next start does not read them
+    as those of the file then at the path. The WAL is what holds the frames; that its index
+    (``-shm``) was deleted with the file already does not keep the WAL there."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        os.remove(path)
+        os.remove(f"{path}-shm")
+        with capture_logs():
+            await asyncio.gather(st.ping(), return_exceptions=True)
+            await st.close()
+        return sorted(p.name for p in tmp_path.iterdir())
+
+    left = run(go())
+    assert "db.sqlite3-wal" not in left and "db.sqlite3-shm" not in left, left
+
+
+def test_a_write_of_an_event_loop_that_is_gone_does_not_keep_the_other_writes_of_its_commit_unanswered(tmp_path):
+    """A group commit's writes are handed to their callers' event loops, one wake-up per loop
+    (_deliver); a loop that is gone (closed while its write was queued: here a caller that gave
+    up and ended its loop) is skipped, and the writes of the other loops are still answered."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = await _opened_with_matches(path, 2)
+        async with held(st):
+            def other_loop() -> None:
+                async def gives_up() -> None:
+                    try:
+                        await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "pass")), 0.05)
+                    except asyncio.TimeoutError:
+                        pass
+                asyncio.run(gives_up())  # its loop closed, its write still queued
+            await asyncio.to_thread(other_loop)
+            ours = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "take")))
+            await until_queued(st, 2)
+        answered, _ = await asyncio.wait([ours], timeout=5)
+        if not answered:
+            return False, None
+        await st.close()
+        return True, await stored(path, "m1", "m2")
+
+    answered, final = run(go())
+    assert answered, "the write of a loop that is still there was never answered"
+    assert final["m2"][3] == [(1, "take")]
