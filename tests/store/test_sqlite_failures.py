@@ -1375,3 +1375,28 @@ def test_a_write_of_an_event_loop_that_is_gone_does_not_keep_the_other_writes_of
     answered, final = run(go())
     assert answered, "the write of a loop that is still there was never answered"
     assert final["m2"][3] == [(1, "take")]
+
+
+def test_a_write_whose_savepoint_cannot_be_released_fails_naming_sqlites_error_code(tmp_path):
+    """The release of a write's savepoint refused by SQLite (here the write released it itself;
+    in life an I/O error): the write fails, and its error ends with SQLite's error code as
+    every SQLite store_write_failed error does (docs/operations.md, the log's events);
+    nothing of it is written, and the writer goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    def released(conn):
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('m1', 5, '[]')")
+        conn.execute("RELEASE write")
+
+    async def go():
+        st = await _opened_with_matches(path, 1)
+        refused = await asyncio.gather(st._submit(released, write=True), return_exceptions=True)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        decks = await st._run(lambda: st._db().execute("SELECT match_id, deal FROM decks").fetchall())
+        await st.close()
+        return refused[0], decks, await stored(path, "m1")
+
+    refused, decks, final = run(go())
+    assert type(refused) is StoreError
+    assert str(refused) == "write failed: no such savepoint: write (SQLITE_ERROR)"
+    assert decks == [] and final["m1"][3] == [(1, "pass")]
