@@ -1400,3 +1400,28 @@ def test_a_write_whose_savepoint_cannot_be_released_fails_naming_sqlites_error_c
     assert type(refused) is StoreError
     assert str(refused) == "write failed: no such savepoint: write (SQLITE_ERROR)"
     assert decks == [] and final["m1"][3] == [(1, "pass")]
+
+
+def test_a_store_whose_open_was_refused_is_not_open_and_opens_once_the_file_is_fixed(tmp_path):
+    """Opening an open store does nothing (Store.open), but a store whose open was refused
+    (here a file that is no database) is not open: its calls are refused as a closed store's,
+    and a later open() of the same store opens the database (it used to keep its thread and
+    take the store for open, so that the second open did nothing and every call failed)."""
+    path = tmp_path / "db.sqlite3"
+    path.write_bytes(b"not a database, " * 64)
+
+    async def go():
+        st = SqliteStore(path)
+        with pytest.raises(NotADatabase):
+            await st.open()
+        refused = await asyncio.gather(st.load_match("m1"), return_exceptions=True)
+        os.remove(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        got = await st.load_match("m1")
+        await st.close()
+        return refused[0], got
+
+    refused, got = run(go())
+    assert type(refused) is StoreError and str(refused) == "the store is closed"
+    assert got is not None and got.record.match_id == "m1"
