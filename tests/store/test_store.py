@@ -2400,6 +2400,24 @@ def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_sqlite_store_of_no_file_exports_no_database_or_volume_gauge(tmp_path, monkeypatch):
+    """A store without a file of its own (``":memory:"``) exports none of the database file's
+    and its volume's gauges, as the memory store does not (a free space of 0, or the volume of
+    the working directory, would fire the CardgamesStoreVolume* alerts for a file there is not)."""
+    monkeypatch.chdir(tmp_path)
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(":memory:", metrics)
+        await st.open()
+        await st.create_match(record())
+        await st.close()
+    run(go())
+    assert [metrics.registry.get_sample_value(name) for name in (
+        "cardgames_store_database_bytes", "cardgames_store_volume_free_bytes",
+        "cardgames_store_volume_size_bytes")] == [None, None, None]
+
+
 def test_closing_a_sqlite_store_waits_for_the_work_queued_before_it(tmp_path):
     """close() returns once the writer thread has done every job queued before the close and
     ended: not while a job asked for during the close is still running on the store's thread
