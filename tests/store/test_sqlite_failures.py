@@ -1207,14 +1207,15 @@ def test_a_deleted_wal_that_cannot_be_made_again_fails_the_write_and_says_why(tm
         with capture_logs() as again:
             await st.append_action("m1", ActionRecord(2, 1, "pass"))
         await st.close()
-        return refused[0], logs, [e["event"] for e in again]
+        return refused[0], logs, [(e["event"], e["log_level"]) for e in again]
 
     refused, logs, again = run(go())
     assert isinstance(refused, StoreError) and "was deleted and cannot be made again" in str(refused)
     assert "(SQLITE_AUTH)" in str(refused)
     lost, = [e for e in logs if e["event"] == "db_wal_lost"]
     assert lost["db"] == str(path) and "(SQLITE_AUTH)" in lost["error"]
-    assert again == ["db_wal_made_again"]
+    assert lost["log_level"] == "error"  # docs/operations.md, the log's events: an error, a warning
+    assert again == [("db_wal_made_again", "warning")]
 
 
 def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
@@ -1223,3 +1224,237 @@ def test_a_directory_at_the_database_path_is_refused_as_a_directory(tmp_path):
     with pytest.raises(NotADatabase, match="is a directory, not a SQLite database"):
         run(SqliteStore(tmp_path).open())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("then", ["commit_refused", "transaction_rolled_back"])
+def test_a_write_refused_on_its_own_keeps_its_own_error_when_its_batch_then_fails(tmp_path, then):
+    """A write of a group commit refused on its own (here a SequenceConflict: its seq is taken),
+    its savepoint undone alone, and then the batch fails for everyone: its COMMIT refused
+    (commit_refused), or SQLite rolling back the whole transaction at a later write that
+    fills the disk (transaction_rolled_back). The refused write is answered with its own
+    error, which says what happened to it (the session layer settles a SequenceConflict by
+    reading the match back), not the batch's (_rolled_back: "each with its error"); the
+    others get the batch's error."""
+    path = tmp_path / "db.sqlite3"
+
+    def orphan(conn):  # checked at the COMMIT, not at the statement
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('nobody', 0, '[]')")
+
+    async def go():
+        st = await _opened_with_matches(path, 2)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        if then == "transaction_rolled_back":
+            await st.fill_up()
+        async with held(st):
+            taken = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 1, "take")))
+            if then == "commit_refused":
+                failing = asyncio.ensure_future(st._submit(orphan, write=True))
+            else:
+                failing = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "x" * BIG)))
+            await until_queued(st, 2)
+        results = await asyncio.gather(taken, failing, return_exceptions=True)
+        await st.close()
+        return results, await stored(path, "m1", "m2")
+
+    (taken, failing), final = run(go())
+    assert type(taken) is sqlite_store.SequenceConflict, repr(taken)
+    assert "has an action at seq 1" in str(taken)
+    assert isinstance(failing, StoreError) and type(failing) is not sqlite_store.SequenceConflict
+    assert ("commit failed" if then == "commit_refused" else FULL) in str(failing)
+    assert final["m1"][3] == [(1, "pass")] and final["m2"][3] == []
+
+
+def test_three_rescues_in_one_second_are_named_dash_2_and_dash_3(tmp_path, monkeypatch):
+    """docs/operations.md (When the database fails): the rescued copy is named for the UTC
+    second, ``-2``, ``-3``... after it for a later incident in the same second, never over an
+    earlier copy. Three incidents in one second (without narrowing the names a second may
+    have, _RESCUES_A_SECOND) make three copies, each holding its own incident's state."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+    second = time.gmtime()
+    monkeypatch.setattr(time, "gmtime", lambda *_: second)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        with capture_logs() as logs:
+            for seq in (1, 2, 3):
+                os.rename(path, aside)
+                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
+                os.rename(aside, path)
+                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+        await st.close()
+        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        return moved, [await stored(e["rescued"], "m1") for e in moved]
+
+    moved, copies = run(go())
+    stamp = f"{path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', second)}"
+    assert [(e["rescued"], e["log_level"]) for e in moved] == [
+        (stamp, "error"), (f"{stamp}-2", "error"), (f"{stamp}-3", "error")]
+    assert [c["m1"][3] for c in copies] == [[], [(1, "pass")], [(1, "pass"), (2, "pass")]]
+
+
+def test_a_schema_script_may_end_with_blank_lines():
+    """Blank lines after the last statement are no statement cut short (_statements)."""
+    assert sqlite_store._statements("CREATE TABLE a (x);\n\n  \n") == ["CREATE TABLE a (x);"]
+
+
+def test_a_write_refused_for_a_deleted_file_says_which_file_and_that_writes_are_refused(tmp_path):
+    """The store_write_failed line's error as docs/operations.md quotes it (When the database
+    fails): the database file, by its path, was deleted while the engine had it open, and
+    writes are refused."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        os.remove(path)
+        with capture_logs():
+            refused = await asyncio.gather(st.ping(), return_exceptions=True)
+        await st.close()
+        return refused[0]
+
+    refused = run(go())
+    assert type(refused) is StoreError
+    assert str(refused) == (f"the database file {path} was deleted while the engine had it open: writes are "
+                            "refused (they would go to a file no restart reads)")
+
+
+class _NotAnException(BaseException):
+    """Raised by a call on the store's thread: a BaseException that is no Exception."""
+
+
+def test_a_call_that_raises_a_base_exception_is_answered_and_the_stores_thread_goes_on(tmp_path):
+    """Whatever a call run on the store's thread raises, an exception of no Exception class
+    included, is delivered to its caller (a read's as it is, a write's as the write's
+    StoreError), and the thread goes on serving (the writer thread must outlive any one
+    call: a thread ended by it left every later call waiting for ever)."""
+    def abort(*_):
+        raise _NotAnException("stop")
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record("m1"))
+        answers = []
+        for call in (lambda: st._run(abort), lambda: st._submit(abort, write=True)):
+            try:
+                await asyncio.wait_for(call(), 5)
+            except BaseException as exc:  # noqa: BLE001 - what reaches the caller is checked
+                answers.append(exc)
+            if not st._thread.is_alive():
+                return answers, None  # (no close: it would wait for ever)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        got = await st.load_match("m1")
+        await st.close()
+        return answers, [a.seq for a in got.actions]
+
+    answers, seqs = run(go())
+    assert seqs is not None, f"the store's thread ended: {answers!r}"
+    read, write = answers
+    assert type(read) is _NotAnException
+    assert type(write) is StoreError and str(write).startswith("write failed: stop")
+    assert seqs == [1]
+
+
+def test_the_wal_of_a_deleted_file_is_deleted_at_close_even_when_its_index_is_gone_already(tmp_path):
+    """docs/operations.md (When the database fails): a stopping engine deletes its own
+    ``-wal`` and ``-shm`` once its file was deleted, so that the next start does not read them
+    as those of the file then at the path. The WAL is what holds the frames; that its index
+    (``-shm``) was deleted with the file already does not keep the WAL there."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        os.remove(path)
+        os.remove(f"{path}-shm")
+        with capture_logs():
+            await asyncio.gather(st.ping(), return_exceptions=True)
+            await st.close()
+        return sorted(p.name for p in tmp_path.iterdir())
+
+    left = run(go())
+    assert "db.sqlite3-wal" not in left and "db.sqlite3-shm" not in left, left
+
+
+def test_a_write_of_an_event_loop_that_is_gone_does_not_keep_the_other_writes_of_its_commit_unanswered(tmp_path):
+    """A group commit's writes are handed to their callers' event loops, one wake-up per loop
+    (_deliver); a loop that is gone (closed while its write was queued: here a caller that gave
+    up and ended its loop) is skipped, and the writes of the other loops are still answered."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = await _opened_with_matches(path, 2)
+        async with held(st):
+            def other_loop() -> None:
+                async def gives_up() -> None:
+                    try:
+                        await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "pass")), 0.05)
+                    except asyncio.TimeoutError:
+                        pass
+                asyncio.run(gives_up())  # its loop closed, its write still queued
+            await asyncio.to_thread(other_loop)
+            ours = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "take")))
+            await until_queued(st, 2)
+        answered, _ = await asyncio.wait([ours], timeout=5)
+        if not answered:
+            return False, None
+        await st.close()
+        return True, await stored(path, "m1", "m2")
+
+    answered, final = run(go())
+    assert answered, "the write of a loop that is still there was never answered"
+    assert final["m2"][3] == [(1, "take")]
+
+
+def test_a_write_whose_savepoint_cannot_be_released_fails_naming_sqlites_error_code(tmp_path):
+    """The release of a write's savepoint refused by SQLite (here the write released it itself;
+    in life an I/O error): the write fails, and its error ends with SQLite's error code as
+    every SQLite store_write_failed error does (docs/operations.md, the log's events);
+    nothing of it is written, and the writer goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    def released(conn):
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('m1', 5, '[]')")
+        conn.execute("RELEASE write")
+
+    async def go():
+        st = await _opened_with_matches(path, 1)
+        refused = await asyncio.gather(st._submit(released, write=True), return_exceptions=True)
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        decks = await st._run(lambda: st._db().execute("SELECT match_id, deal FROM decks").fetchall())
+        await st.close()
+        return refused[0], decks, await stored(path, "m1")
+
+    refused, decks, final = run(go())
+    assert type(refused) is StoreError
+    assert str(refused) == "write failed: no such savepoint: write (SQLITE_ERROR)"
+    assert decks == [] and final["m1"][3] == [(1, "pass")]
+
+
+def test_a_store_whose_open_was_refused_is_not_open_and_opens_once_the_file_is_fixed(tmp_path):
+    """Opening an open store does nothing (Store.open), but a store whose open was refused
+    (here a file that is no database) is not open: its calls are refused as a closed store's,
+    and a later open() of the same store opens the database (it used to keep its thread and
+    take the store for open, so that the second open did nothing and every call failed)."""
+    path = tmp_path / "db.sqlite3"
+    path.write_bytes(b"not a database, " * 64)
+
+    async def go():
+        st = SqliteStore(path)
+        with pytest.raises(NotADatabase):
+            await st.open()
+        refused = await asyncio.gather(st.load_match("m1"), return_exceptions=True)
+        os.remove(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        got = await st.load_match("m1")
+        await st.close()
+        return refused[0], got
+
+    refused, got = run(go())
+    assert type(refused) is StoreError and str(refused) == "the store is closed"
+    assert got is not None and got.record.match_id == "m1"

@@ -882,6 +882,27 @@ def test_a_deck_for_a_deal_that_has_one_is_a_plain_store_error(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_deal_has_one_deck_whatever_the_salt_of_another_deck_for_it(kind, make):
+    """A deal's deck is written once: a deck for a deal that has one is refused however it
+    differs from that one (its salt, its cards, its commitment scheme), and the deck stored
+    stays (the deal is the key of a match's decks, not the deck with its salt)."""
+    salted = DeckRecord(0, ("AS", "7H", "JS"), salt="ab" * 16, scheme=2)
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError, match="match 'm1' has a deck for deal 0"):
+            await st.append_decks("m1", [salted])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
     """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
     writes nothing and only looks the match up): a caller resuming a deal on a match that was
@@ -2377,6 +2398,24 @@ def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeyp
     assert (space.file_bytes, space.wal_bytes) == (0, 0) and space.database_bytes > 0
     assert held == ["held"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sqlite_store_of_no_file_exports_no_database_or_volume_gauge(tmp_path, monkeypatch):
+    """A store without a file of its own (``":memory:"``) exports none of the database file's
+    and its volume's gauges, as the memory store does not (a free space of 0, or the volume of
+    the working directory, would fire the CardgamesStoreVolume* alerts for a file there is not)."""
+    monkeypatch.chdir(tmp_path)
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(":memory:", metrics)
+        await st.open()
+        await st.create_match(record())
+        await st.close()
+    run(go())
+    assert [metrics.registry.get_sample_value(name) for name in (
+        "cardgames_store_database_bytes", "cardgames_store_volume_free_bytes",
+        "cardgames_store_volume_size_bytes")] == [None, None, None]
 
 
 def test_closing_a_sqlite_store_waits_for_the_work_queued_before_it(tmp_path):
