@@ -471,6 +471,32 @@ def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
         assert redact(kept) == kept
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://u:1,s3cret?x@h/db",          # digits then "," or "?": not a port, no "/" in it
+    "postgresql://cardgames:,s3cret/x@h/db",   # no digit before the "/": not a port
+    "host=h sslpassword=s3cret dbname=db",     # libpq's key=value form
+    "host=h password='p\\' s3cret' dbname=db",  # a quoted value, its quote escaped
+])
+def test_passwords_of_more_forms_are_redacted(dsn):
+    """redact's docstring: ``user:password@``, one libpq misreads, and a ``password=`` or
+    ``sslpassword=`` parameter of a URL or of a ``key=value`` string are all left out."""
+    assert "s3cret" not in redact(dsn)
+
+
+@pytest.mark.parametrize("dsn", [
+    "host=h PASSWORD=s3cret dbname=db",
+    "postgresql://h/db?password%20=s3cret",
+    "postgresql://h/db?%20password=s3cret",
+    "postgresql://h/db?PASSWORD%20=s3cret",
+])
+def test_a_dsn_libpq_refuses_is_refused_without_its_password(dsn):
+    """The DSN's password never appears in a message (the module's docstring), not even in
+    the refusal of a DSN libpq cannot read."""
+    with pytest.raises(StoreError, match="not a valid PostgreSQL connection URL") as info:
+        PostgresStore(dsn)._conninfo()
+    assert "s3cret" not in str(info.value)
+
+
 def test_the_urls_connection_parameters_are_kept_and_the_stores_defaults_fill_the_others(pg_url):
     """docs/operations.md, PostgreSQL: every libpq parameter works in the URL's query
     (``connect_timeout``, ``application_name``...): the store's own defaults (a connect
