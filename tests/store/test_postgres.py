@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, DuplicateClientAction, NotADatabase,
-                                  SeatRecord, SequenceConflict, StoreError, describe_location)
+                                  SeatRecord, SequenceConflict, StoreError, UnknownMatch, describe_location)
 from engine_service.store import postgres
 from engine_service.store.pg_ownership import reason_of
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
@@ -684,3 +684,30 @@ def test_a_match_and_a_listing_are_read_in_one_statement_each(pg_url, monkeypatc
     assert got == match and listed == listing
     assert len(got.actions) == 2 and len(got.decks) == 2 and got.record.seats[1].player_name == "ann"
     assert [(li.record.match_id, li.seq, len(li.record.seats)) for li in listed] == [("m2", 0, 2), ("m1", 2, 2)]
+
+
+def test_a_write_that_opens_no_transaction_sends_nothing_more(pg_url, monkeypatch):
+    """PostgresStore._write: a function that opens no transaction ran in autocommit, nothing
+    to commit (append_decks without decks: only its match's check, one statement)."""
+    statements: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    def counted_execute(self, query, *args, **kwargs):
+        statements.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
+            await st.append_decks("m1", [])
+            with pytest.raises(UnknownMatch):
+                await st.append_decks("m9", [])
+            return list(statements)
+        finally:
+            await st.close()
+
+    sent = run(go())
+    assert len(sent) == 2 and all(s.startswith("SELECT 1 FROM matches") for s in sent), sent
