@@ -711,3 +711,36 @@ def test_a_write_that_opens_no_transaction_sends_nothing_more(pg_url, monkeypatc
 
     sent = run(go())
     assert len(sent) == 2 and all(s.startswith("SELECT 1 FROM matches") for s in sent), sent
+
+
+def test_a_lock_check_without_an_answer_severs_every_waiting_call_at_once(pg_url):
+    """PostgresStore._silent (docs/operations.md, The server hangs): the check of the lock got
+    no answer, so every call waiting on the server is ended at once, not at its own bound,
+    quoting ``no answer from the server (nor within 2 s to the check of this engine's lock)``."""
+    async def go():
+        st = PostgresStore(pg_url, exclusive=False)
+        await st.open()
+        admin = await psycopg.AsyncConnection.connect(pg_url)
+        try:
+            await st.create_match(record())
+            await admin.execute("SELECT 1 FROM matches WHERE match_id = 'm1' FOR UPDATE")  # held
+            calls = [asyncio.create_task(st.set_status("m1", "terminated", {"outcome": "x"}, 3.0)),
+                     asyncio.create_task(st.set_status("m1", "finished", {"outcome": "y"}, 4.0))]
+            for _ in range(500):  # both waiting on the row's lock
+                if len(st._calls) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)
+            started = time.monotonic()
+            st._silent(2.0)
+            errors = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
+            return errors, time.monotonic() - started
+        finally:
+            await admin.close()
+            await st.close()
+
+    errors, elapsed = run(go())
+    assert elapsed < 2, elapsed  # at once, not at the call's bound (20 s)
+    for error in errors:
+        assert isinstance(error, StoreError), error
+        assert "no answer from the server (nor within 2 s to the check of this engine's lock)" in str(error), error
