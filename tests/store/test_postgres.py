@@ -744,3 +744,21 @@ def test_a_lock_check_without_an_answer_severs_every_waiting_call_at_once(pg_url
     for error in errors:
         assert isinstance(error, StoreError), error
         assert "no answer from the server (nor within 2 s to the check of this engine's lock)" in str(error), error
+
+
+def test_taking_the_lock_again_gives_up_after_10_s_or_the_calls_bound_if_shorter(pg_url):
+    """docs/operations.md, The server hangs: taking the engine's lock again gives up after
+    10 s (not the calls' bound, 20 s); a shorter call bound bounds the ownership's waits too."""
+    async def go():
+        bounds = []
+        for options in ({}, {"call_timeout_s": 1.0}):
+            st = PostgresStore(pg_url, **options)
+            await st.open()
+            try:
+                # and a check without an answer severs the waiting calls (the module's docstring)
+                bounds.append((st._owner.timeout_s, st._owner.on_silent == st._silent))
+            finally:
+                await st.close()
+        return bounds
+
+    assert run(go()) == [(10.0, True), (1.0, True)]
