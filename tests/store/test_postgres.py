@@ -762,3 +762,22 @@ def test_taking_the_lock_again_gives_up_after_10_s_or_the_calls_bound_if_shorter
         return bounds
 
     assert run(go()) == [(10.0, True), (1.0, True)]
+
+
+def test_a_value_that_cannot_be_stored_is_a_store_error(pg_url):
+    """PostgresStore._connection: a value that cannot be adapted (here a result that is not
+    JSON) is a StoreError naming why, as the SQLite store does; not an exception of psycopg's
+    or of json's reaching the caller."""
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            with pytest.raises(StoreError, match="set_status failed: TypeError") as info:
+                await st.set_status("m1", "finished", {"outcome": object()}, 3.0)
+            return info.value, await st.load_match("m1")
+        finally:
+            await st.close()
+
+    error, stored = run(go())
+    assert type(error) is StoreError and stored.record.status == "waiting"
