@@ -391,6 +391,31 @@ def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_sch
     assert not _written(h, "set_status")
 
 
+def test_a_status_question_whose_connection_gets_no_answer_within_resolve_s_leaves_the_store_error(
+        pg_database, pg_schema, monkeypatch):
+    """PostgresStore._resolve: a question that fails, here its connection unanswered until
+    ``resolve_s`` ran out (a server that accepts and never replies), leaves the write a
+    StoreError, its outcome unknown: not a TimeoutError out of the store."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # never accepted: the start-up packet is never answered
+        unanswered = f"host=127.0.0.1 port={silent.getsockname()[1]} connect_timeout=30"
+
+        async def go():
+            async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+                await _setup(h, "set_status")
+                h.store.resolve_s = 0.3
+                monkeypatch.setattr(h.store, "_conninfo", lambda: unanswered)
+                h.on_commit = "before"
+                with pytest.raises(StoreError, match="set_status failed"):
+                    async with asyncio.timeout(10):  # against a hang only
+                        await _write(h, "set_status")
+                return h
+        h = asyncio.run(go())
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
 def test_a_status_question_the_server_stops_answering_once_connected_ends_at_resolve_s(
         pg_database, pg_schema, monkeypatch):
     """The question's connection is made, then its answer never comes (a partition after the

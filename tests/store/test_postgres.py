@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, DuplicateClientAction, NotADatabase,
-                                  SeatRecord, SequenceConflict, StoreError, describe_location)
+                                  SeatRecord, SequenceConflict, StoreError, UnknownMatch, describe_location)
 from engine_service.store import postgres
 from engine_service.store.pg_ownership import reason_of
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
@@ -471,6 +471,32 @@ def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
         assert redact(kept) == kept
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://u:1,s3cret?x@h/db",          # digits then "," or "?": not a port, no "/" in it
+    "postgresql://cardgames:,s3cret/x@h/db",   # no digit before the "/": not a port
+    "host=h sslpassword=s3cret dbname=db",     # libpq's key=value form
+    "host=h password='p\\' s3cret' dbname=db",  # a quoted value, its quote escaped
+])
+def test_passwords_of_more_forms_are_redacted(dsn):
+    """redact's docstring: ``user:password@``, one libpq misreads, and a ``password=`` or
+    ``sslpassword=`` parameter of a URL or of a ``key=value`` string are all left out."""
+    assert "s3cret" not in redact(dsn)
+
+
+@pytest.mark.parametrize("dsn", [
+    "host=h PASSWORD=s3cret dbname=db",
+    "postgresql://h/db?password%20=s3cret",
+    "postgresql://h/db?%20password=s3cret",
+    "postgresql://h/db?PASSWORD%20=s3cret",
+])
+def test_a_dsn_libpq_refuses_is_refused_without_its_password(dsn):
+    """The DSN's password never appears in a message (the module's docstring), not even in
+    the refusal of a DSN libpq cannot read."""
+    with pytest.raises(StoreError, match="not a valid PostgreSQL connection URL") as info:
+        PostgresStore(dsn)._conninfo()
+    assert "s3cret" not in str(info.value)
+
+
 def test_the_urls_connection_parameters_are_kept_and_the_stores_defaults_fill_the_others(pg_url):
     """docs/operations.md, PostgreSQL: every libpq parameter works in the URL's query
     (``connect_timeout``, ``application_name``...): the store's own defaults (a connect
@@ -658,3 +684,100 @@ def test_a_match_and_a_listing_are_read_in_one_statement_each(pg_url, monkeypatc
     assert got == match and listed == listing
     assert len(got.actions) == 2 and len(got.decks) == 2 and got.record.seats[1].player_name == "ann"
     assert [(li.record.match_id, li.seq, len(li.record.seats)) for li in listed] == [("m2", 0, 2), ("m1", 2, 2)]
+
+
+def test_a_write_that_opens_no_transaction_sends_nothing_more(pg_url, monkeypatch):
+    """PostgresStore._write: a function that opens no transaction ran in autocommit, nothing
+    to commit (append_decks without decks: only its match's check, one statement)."""
+    statements: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    def counted_execute(self, query, *args, **kwargs):
+        statements.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
+            await st.append_decks("m1", [])
+            with pytest.raises(UnknownMatch):
+                await st.append_decks("m9", [])
+            return list(statements)
+        finally:
+            await st.close()
+
+    sent = run(go())
+    assert len(sent) == 2 and all(s.startswith("SELECT 1 FROM matches") for s in sent), sent
+
+
+def test_a_lock_check_without_an_answer_severs_every_waiting_call_at_once(pg_url):
+    """PostgresStore._silent (docs/operations.md, The server hangs): the check of the lock got
+    no answer, so every call waiting on the server is ended at once, not at its own bound,
+    quoting ``no answer from the server (nor within 2 s to the check of this engine's lock)``."""
+    async def go():
+        st = PostgresStore(pg_url, exclusive=False)
+        await st.open()
+        admin = await psycopg.AsyncConnection.connect(pg_url)
+        try:
+            await st.create_match(record())
+            await admin.execute("SELECT 1 FROM matches WHERE match_id = 'm1' FOR UPDATE")  # held
+            calls = [asyncio.create_task(st.set_status("m1", "terminated", {"outcome": "x"}, 3.0)),
+                     asyncio.create_task(st.set_status("m1", "finished", {"outcome": "y"}, 4.0))]
+            for _ in range(500):  # both waiting on the row's lock
+                if len(st._calls) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)
+            started = time.monotonic()
+            st._silent(2.0)
+            errors = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
+            return errors, time.monotonic() - started
+        finally:
+            await admin.close()
+            await st.close()
+
+    errors, elapsed = run(go())
+    assert elapsed < 2, elapsed  # at once, not at the call's bound (20 s)
+    for error in errors:
+        assert isinstance(error, StoreError), error
+        assert "no answer from the server (nor within 2 s to the check of this engine's lock)" in str(error), error
+
+
+def test_taking_the_lock_again_gives_up_after_10_s_or_the_calls_bound_if_shorter(pg_url):
+    """docs/operations.md, The server hangs: taking the engine's lock again gives up after
+    10 s (not the calls' bound, 20 s); a shorter call bound bounds the ownership's waits too."""
+    async def go():
+        bounds = []
+        for options in ({}, {"call_timeout_s": 1.0}):
+            st = PostgresStore(pg_url, **options)
+            await st.open()
+            try:
+                # and a check without an answer severs the waiting calls (the module's docstring)
+                bounds.append((st._owner.timeout_s, st._owner.on_silent == st._silent))
+            finally:
+                await st.close()
+        return bounds
+
+    assert run(go()) == [(10.0, True), (1.0, True)]
+
+
+def test_a_value_that_cannot_be_stored_is_a_store_error(pg_url):
+    """PostgresStore._connection: a value that cannot be adapted (here a result that is not
+    JSON) is a StoreError naming why, as the SQLite store does; not an exception of psycopg's
+    or of json's reaching the caller."""
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            with pytest.raises(StoreError, match="set_status failed: TypeError") as info:
+                await st.set_status("m1", "finished", {"outcome": object()}, 3.0)
+            return info.value, await st.load_match("m1")
+        finally:
+            await st.close()
+
+    error, stored = run(go())
+    assert type(error) is StoreError and stored.record.status == "waiting"
