@@ -658,3 +658,24 @@ def test_a_match_and_a_listing_are_read_in_one_statement_each(pg_url, monkeypatc
     assert got == match and listed == listing
     assert len(got.actions) == 2 and len(got.decks) == 2 and got.record.seats[1].player_name == "ann"
     assert [(li.record.match_id, li.seq, len(li.record.seats)) for li in listed] == [("m2", 0, 2), ("m1", 2, 2)]
+
+
+def test_the_pool_holds_one_to_pool_size_connections(pg_url):
+    """docs/operations.md, PostgreSQL: "Each process holds a pool of 1 to 8 connections"
+    (``pool_size``, 8 by default): concurrent reads never take more than that."""
+    async def go():
+        sizes = []
+        for kwargs in ({}, {"pool_size": 2}):
+            st = PostgresStore(pg_url, **kwargs)
+            await st.open()
+            try:
+                if not sizes:
+                    await st.create_match(record())
+                await asyncio.gather(*(st.load_match("m1") for _ in range(40)))
+                stats = st._pool.get_stats()
+                sizes.append((st._pool.min_size, st._pool.max_size, stats["pool_size"] <= st._pool.max_size))
+            finally:
+                await st.close()
+        return sizes
+
+    assert run(go()) == [(1, 8, True), (1, 2, True)]
