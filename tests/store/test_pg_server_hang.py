@@ -299,9 +299,10 @@ def test_a_server_that_hangs_while_the_schema_is_prepared_fails_the_open_within_
             for f in frozen:
                 f.thaw()
 
-    _, err = asyncio.run(go())  # within the test's own guard
+    elapsed, err = asyncio.run(go())  # within the test's own guard
     assert isinstance(err, StoreError), err
     assert "cannot prepare" in str(err) and "no answer from the server within 1.5 s" in str(err), err
+    assert elapsed < BOUND_S + 2, elapsed  # within the bound, the connection's time included
     monkeypatch.undo()
 
     async def reopen():  # the lock was let go, the schema prepared on the resumed server

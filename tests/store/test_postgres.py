@@ -781,3 +781,102 @@ def test_a_value_that_cannot_be_stored_is_a_store_error(pg_url):
 
     error, stored = run(go())
     assert type(error) is StoreError and stored.record.status == "waiting"
+
+
+def test_the_pool_holds_one_to_pool_size_connections(pg_url):
+    """docs/operations.md, PostgreSQL: "Each process holds a pool of 1 to 8 connections"
+    (``pool_size``, 8 by default): concurrent reads never take more than that."""
+    async def go():
+        sizes = []
+        for kwargs in ({}, {"pool_size": 2}):
+            st = PostgresStore(pg_url, **kwargs)
+            await st.open()
+            try:
+                if not sizes:
+                    await st.create_match(record())
+                await asyncio.gather(*(st.load_match("m1") for _ in range(40)))
+                stats = st._pool.get_stats()
+                sizes.append((st._pool.min_size, st._pool.max_size, stats["pool_size"] <= st._pool.max_size))
+            finally:
+                await st.close()
+        return sizes
+
+    assert run(go()) == [(1, 8, True), (1, 2, True)]
+
+
+def test_a_server_that_does_not_answer_the_connection_of_the_preparation_fails_the_open_in_time(
+        pg_url, monkeypatch):
+    """docs/operations.md, When the database fails: the start's preparation of the schema,
+    its connection included, gives up after ``call_timeout_s`` (``cannot connect to ...: no
+    answer from the server within ...``); it used to wait for ever."""
+    async def connect_that_hangs(*args, **kwargs):
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", connect_that_hangs)
+
+    async def go():
+        st = PostgresStore(pg_url, exclusive=False, call_timeout_s=0.3)
+        async with asyncio.timeout(10):  # the test's own guard, against a hang only
+            await st.open()
+    started = time.monotonic()
+    with pytest.raises(StoreError) as refused:
+        run(go())
+    assert time.monotonic() - started < 5
+    assert str(refused.value).startswith("cannot connect to ") and "no answer from the server within 0.3 s" in str(
+        refused.value), refused.value
+
+
+def test_a_server_older_than_postgresql_13_is_refused_at_open(pg_url, monkeypatch):
+    """docs/operations.md, PostgreSQL: "An older server is refused at start" (the engine needs
+    pg_current_xact_id() and pg_xact_status(), which PostgreSQL 13 introduced); 13 itself is not."""
+    def opened(version):
+        monkeypatch.setattr(psycopg.ConnectionInfo, "server_version", property(lambda self: version))
+
+        async def go():
+            st = PostgresStore(pg_url, exclusive=False)
+            await st.open()
+            await st.close()
+        run(go())
+
+    with pytest.raises(StoreError, match=r"is PostgreSQL 12; the engine needs PostgreSQL 13 or newer"):
+        opened(120022)
+    opened(130000)
+
+
+def test_a_role_that_may_not_create_the_tables_is_a_store_error_naming_the_reason(pg_database, pg_schema):
+    """docs/operations.md, PostgreSQL: at its first start the engine needs CREATE on the schema;
+    without it the open fails as a StoreError (store_unavailable, exit status 2) saying why,
+    not with the driver's own exception, and leaves the schema empty."""
+    schema, url = pg_schema
+    role = f"cg_nc_{secrets.token_hex(4)}"
+    pg_database.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        pg_database.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        parts = urlsplit(url)
+        role_url = urlunsplit((parts.scheme, f"{role}@{parts.hostname}:{parts.port}", parts.path,
+                               parts.query, ""))
+
+        async def go():
+            await PostgresStore(role_url, exclusive=False).open()
+        with pytest.raises(StoreError) as refused:
+            run(go())
+        assert type(refused.value) is StoreError, refused.value
+        assert str(refused.value).startswith("cannot prepare ") and "permission denied" in str(refused.value)
+        assert pg_database.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                                   (schema,)) == []
+    finally:
+        pg_database.execute(f'DROP OWNED BY "{role}"')
+        pg_database.execute(f'DROP ROLE "{role}"')
+
+
+def test_an_unreachable_server_is_cannot_connect_without_the_ownership_lock_too():
+    """The open's own connection (exclusive=False: the offline prune's, no lock session before
+    it) says so in the words of docs/operations.md (``cannot connect to ...``), libpq's reason
+    after it, the password redacted."""
+    async def go():
+        await PostgresStore("postgresql://cards:s3cret-pw@127.0.0.1:1/cards", exclusive=False).open()
+    with pytest.raises(StoreError) as refused:
+        run(go())
+    message = str(refused.value)
+    assert message.startswith("cannot connect to ") and "Connection refused" in message, message
+    assert "s3cret-pw" not in message and "127.0.0.1:1/cards" in message, message
