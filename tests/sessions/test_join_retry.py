@@ -232,6 +232,45 @@ def test_an_id_no_longer_matches_once_its_player_left_or_the_operator_reissued_t
     assert summary.seats[0].player_name == "newcomer" and summary.status == "active"
 
 
+@pytest.mark.parametrize("how", ["join_retry", "reissue"])
+def test_a_replaced_token_is_durable_the_new_one_works_after_a_restart_the_old_one_never(how, tmp_path):
+    """MatchManager._replace_token: the new token's hash is written before the answer, so a
+    token given by a retried join or by ReissueSeatToken still opens its seat after a
+    restart, and the token it replaced is refused then too (docs/api.md, Admin API: "the old
+    token is refused from then on")."""
+    path = tmp_path / "m.sqlite3"
+    key = join_id()
+
+    async def first_life():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        old = (await mgr.join_match(s.match_id, 0, "a", key)).token
+        if how == "join_retry":
+            new = (await mgr.join_match(s.match_id, 0, "a", key)).token
+        else:
+            new = (await mgr.reissue_seat_token(s.match_id, 0))[0].token
+        crash(mgr._store)
+        return s.match_id, old, new
+
+    match_id, old, new = run(first_life())
+
+    async def second_life():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            p = mgr.authenticate(match_id, new)
+            with pytest.raises(SessionError) as info:
+                mgr.authenticate(match_id, old)
+            return p, info.value
+        finally:
+            await mgr.close()
+
+    p, refusal = run(second_life())
+    assert (p.kind, p.seat) == ("seat", 0)
+    assert refusal.code == "UNAUTHENTICATED"
+
+
 def test_a_client_join_id_is_kept_as_sent_not_trimmed():
     """The id is the client's secret, compared as sent: one that differs by a trailing space
     is another id, so its join takes another seat and is no retry of the first."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 from pathlib import Path
@@ -17,9 +18,9 @@ from engine_service.rules import transcript
 from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.rules.registry import get_game
 from engine_service.sessions.chance import random_deck_record
-from engine_service.sessions.manager import MatchManager
+from engine_service.sessions.manager import MatchManager, _summary_of
 from engine_service.sessions.tokens import new_token, token_hash
-from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteStore, StoreError
+from engine_service.store import MatchListing, MemoryStore, NotADatabase, SeatRecord, SqliteStore, StoreError
 
 from tests.crash import crash
 
@@ -380,6 +381,40 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     assert before.spectator_delay_actions == 2 and listed[0] == before
     # the deals' commitments were recorded with the result: the listing has them (schema 4)
     assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
+
+
+def test_an_evicted_match_lists_the_takeover_bot_of_a_seat_whose_player_left(tmp_path):
+    """GJ-12.4: a seat whose player left a Georgian Joker match is played by the takeover bot,
+    which GetMatch names as the seat's bot (SeatSlot.info). The admin's ListMatches of that
+    match once evicted (manager._summary_of, from the store's row) names it too, as GetMatch
+    does when the match is read back."""
+    path = tmp_path / "m.sqlite3"
+
+    async def go():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker", name="t",
+                                                          options={"deal_schedule": "nines"}))
+            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+                  for i in range(4)]
+            await mgr.leave_match(s.match_id, ps[1], resign=True)
+            await mgr.terminate_match(s.match_id, "")
+            before = await mgr.get_match(s.match_id)
+            assert mgr.evict_finished() == 1 and mgr.match_ids() == []
+            listed = await mgr.list_matches()
+            # the same row of a match created with a named takeover bot (a bot host's)
+            row = (await mgr._store.list_matches((), "", 1))[0]
+            named = _summary_of(MatchListing(dataclasses.replace(row.record, takeover_bot="random"), row.seq))
+            return before, listed, await mgr.get_match(s.match_id), named
+        finally:
+            await mgr.close()
+
+    before, listed, after, named = run(go())
+    assert before.seats[1].left and before.seats[1].replaced_by_bot and not before.seats[1].bot
+    assert before.options == {"deal_schedule": "nines"} and before.name == "t"
+    assert listed == [before] == [after]
+    assert [seat.bot for seat in named.seats] == ["", "random", "", ""]
 
 
 def test_eviction_takes_only_finished_matches():

@@ -279,7 +279,7 @@ def test_get_match_announces_a_deal_to_delayed_spectators_when_their_view_shows_
     those of the deals dealt by the spectators' horizon. Counted live, a new commitment told
     a spectator kept D actions behind that a deal had ended (here thrown in after four
     passes, KL-3.5) before its view showed it. The admin's summaries (InspectMatch,
-    ListMatches) stay live, and at the end every deal is announced."""
+    ListMatches, ReissueSeatToken's answer) stay live, and at the end every deal is announced."""
     async def go():
         async with manager(config(heartbeat_interval_s=60)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
@@ -290,19 +290,22 @@ def test_get_match_announces_a_deal_to_delayed_spectators_when_their_view_shows_
                 await mgr.submit_action(match_id, p, "pass", env.seq)
             thrown_in = (await mgr.get_match(match_id), await mgr.get_view(match_id, spectator),
                          await mgr.inspect_match(match_id), await mgr.list_matches())
+            reissued, admin_summary = await mgr.reissue_seat_token(match_id, 0)
+            ps[0] = mgr.authenticate(match_id, reissued.token)
             rng = random.Random(4)
             while (await mgr.get_match(match_id)).seq < 4 + DELAY:
                 await act_once(mgr, match_id, ps, rng)
             shown = (await mgr.get_match(match_id), await mgr.get_view(match_id, spectator))
             await mgr.terminate_match(match_id, "enough")
             ended = await mgr.get_match(match_id)
-            return thrown_in, shown, ended, mgr._matches[match_id].deal_commitments()
+            return thrown_in, admin_summary, shown, ended, mgr._matches[match_id].deal_commitments()
 
-    (summary, env, inspection, listed), (later, later_env), ended, every = run(go())
+    (summary, env, inspection, listed), admin_summary, (later, later_env), ended, every = run(go())
     assert summary.seq == 4 and len(every) >= 2
     assert env.seq == 0 and env.view["deal_number"] == 0
     assert summary.deal_commitments == (env.deal_commitment,) == every[:1]
     assert inspection.summary.deal_commitments == every[:2] == listed[0].deal_commitments
+    assert admin_summary.deal_commitments == every[:2]
     assert later_env.seq == 4 and later_env.view["deal_number"] == 1
     assert later.deal_commitments == every[:2] and later.deal_commitments[-1] == later_env.deal_commitment
     assert ended.deal_commitments == every
