@@ -556,3 +556,35 @@ def test_matches_that_do_not_replay_skipped_by_every_loader_leave_the_next_one_r
     ids, held, failed = run(go(), timeout=60)
     assert held == [ids[-1]]
     assert sorted(failed) == sorted(ids[:-1])
+
+
+def test_a_match_whose_replay_the_rules_refuse_is_skipped_and_the_others_resume(monkeypatch):
+    """MatchManager.start: a match whose log the rules refuse (a RulesError out of its replay,
+    as well as a CorruptLog) "is skipped with match_resume_failed ...: the other matches go
+    on", not a failed start. (Mutant: only CorruptLog skipped, a RulesError failing the start.)"""
+    from engine_service.rules.errors import RulesError
+    from engine_service.sessions import manager as manager_module
+
+    store = MemoryStore()
+    real = manager_module.LiveMatch
+
+    async def go():
+        ids = await _stored_waiting_matches(store, 2)
+
+        def refused(record, *args, **kwargs):
+            if record.match_id == ids[0]:
+                raise RulesError("the rules refuse this log")
+            return real(record, *args, **kwargs)
+
+        monkeypatch.setattr(manager_module, "LiveMatch", refused)
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with capture_logs() as logs:
+            await mgr.start()
+        try:
+            failed = [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
+            return ids, mgr.match_ids(), failed
+        finally:
+            await mgr.close()
+
+    ids, held, failed = run(go(), timeout=60)
+    assert (held, failed) == ([ids[1]], [ids[0]])
