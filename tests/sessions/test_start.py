@@ -588,3 +588,42 @@ def test_a_match_whose_replay_the_rules_refuse_is_skipped_and_the_others_resume(
 
     ids, held, failed = run(go(), timeout=60)
     assert (held, failed) == ([ids[1]], [ids[0]])
+
+
+class CountsReadsAtOnce(MemoryStore):
+    """Each read of a match takes a few turns of the event loop; ``most``: the most read at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.reading = self.most = 0
+
+    async def load_match(self, match_id):
+        self.reading += 1
+        self.most = max(self.most, self.reading)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return await super().load_match(match_id)
+        finally:
+            self.reading -= 1
+
+
+def test_a_start_reads_the_unfinished_matches_back_resume_concurrency_at_once():
+    """MatchManager._resume_unfinished: "Every unfinished match rebuilt from the store,
+    RESUME_CONCURRENCY of them read at once" (one after another, 10,000 matches on a
+    PostgreSQL 1 ms away took past the start-up probe), never more. (Mutant: one at a time.)"""
+    from engine_service.sessions.manager import RESUME_CONCURRENCY
+
+    store = CountsReadsAtOnce()
+
+    async def go():
+        ids = await _stored_waiting_matches(store, RESUME_CONCURRENCY + 3)
+        store.most = 0
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            return sorted(ids) == sorted(mgr.match_ids()), store.most
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == (True, RESUME_CONCURRENCY)
