@@ -627,3 +627,26 @@ def test_a_start_reads_the_unfinished_matches_back_resume_concurrency_at_once():
             await mgr.close()
 
     assert run(go(), timeout=60) == (True, RESUME_CONCURRENCY)
+
+
+def test_recall_says_whether_it_read_the_match_back_from_the_store():
+    """api.MatchService.recall: "True when match_id was stored but not held" (an ended match a
+    start does not resume), False for a match held (once recalled, it is). (Mutants: either
+    answer flipped.)"""
+    store = MemoryStore()
+
+    async def go():
+        first = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await first.start()
+        ended = (await first.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+        waiting = (await first.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+        await first.terminate_match(ended, "test")
+        await first.close()
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            return [await mgr.recall(ended), await mgr.recall(ended), await mgr.recall(waiting)]
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == [True, False, False]
