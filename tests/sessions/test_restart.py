@@ -2803,3 +2803,29 @@ def test_a_manager_given_no_store_opens_its_db_path_and_no_metrics_counts_proces
     metrics, created, read_back = run(go())
     assert metrics is get_metrics()
     assert read_back.match_id == created.match_id and read_back.status == "waiting"
+
+
+def test_a_window_recorded_after_the_engines_last_record_is_resumed_whole_never_longer(tmp_path):
+    """docs/operations.md (Restarts): the time away counts up to the engine's last record
+    (a heartbeat, a drain, or the match's last action, if newer), and "the remainder is never
+    below 0 nor above a whole period". Seat 0's player went away and the engine crashed before
+    any heartbeat, the match without an action: nothing says the engine served after the
+    absence began, so seat 0 gets a whole window from the restart, as seat 1 does, not more.
+    (Mutant: the time away not clamped at 0, a window of the period plus the absence's wall
+    time.)"""
+    path = tmp_path / "m.sqlite3"
+    wall = _Wall()
+    cfg = dict(time_scale=0.01)
+
+    async def before():
+        mgr = _walled(path, wall, **cfg)
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        await streams[0].aclose()  # seat 0 goes away
+        await absences_written(mgr, match_id)
+        crash(mgr._store)  # before any heartbeat recorded that the engine still served
+        return match_id
+
+    match_id = run(before())
+    wall.now += 30.0
+    left = _remaining_after_a_restart(path, wall, match_id, cfg)
+    assert left == [pytest.approx(0.6, abs=0.05), pytest.approx(0.6, abs=0.05)]

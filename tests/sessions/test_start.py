@@ -496,3 +496,157 @@ def test_the_bot_workers_wait_is_the_15_s_docs_operations_md_gives_the_start_up_
     step = re.findall(r"waits for its bot workers, at most (\d+) s", text)
     line = re.findall(r"bot workers were still not up after (\d+) s", text)
     assert step and line and set(step + line) == {f"{manager_module.BOT_WORKERS_WAIT_S:g}"}
+
+
+async def _stored_waiting_matches(store: MemoryStore, n: int) -> list[str]:
+    """``n`` Klaberjass matches left waiting in ``store`` (in creation order: the order a
+    start reads them back in) by a manager closed since."""
+    mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+    await mgr.start()
+    ids = [(await mgr.create_match(CreateMatchRequest(game="klaberjass"))).match_id for _ in range(n)]
+    await mgr.close()
+    return ids
+
+
+def test_a_store_error_while_resuming_begins_no_further_match():
+    """MatchManager._resume_unfinished: a store error "fails the start: no further match is
+    begun" (the loads under way, at most RESUME_CONCURRENCY, are let finish). (Mutant: the
+    loaders not told of the failure, reading back every other match before the start fails.)"""
+    from engine_service.sessions.manager import RESUME_CONCURRENCY
+
+    store = FailsOneLoad()
+    count = RESUME_CONCURRENCY + 4
+
+    async def go():
+        await _stored_waiting_matches(store, count)
+        store.loads, store.fail_at = 0, 1
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with pytest.raises(StoreError, match="resuming the unfinished matches failed"):
+            await mgr.start()
+        return store.loads
+
+    assert run(go(), timeout=60) <= RESUME_CONCURRENCY
+
+
+def test_matches_that_do_not_replay_skipped_by_every_loader_leave_the_next_one_resumed():
+    """A stored match this program cannot replay (CorruptLog: here an unknown game) "is
+    skipped with match_resume_failed ...: the other matches go on" (MatchManager.start), even
+    when the first RESUME_CONCURRENCY matches read back are all such: the next one is resumed
+    by the start. (Mutant: a loader that skips one stops, the matches after them not resumed.)"""
+    import dataclasses
+
+    from engine_service.sessions.manager import RESUME_CONCURRENCY
+
+    store = MemoryStore()
+
+    async def go():
+        ids = await _stored_waiting_matches(store, RESUME_CONCURRENCY + 1)
+        for match_id in ids[:-1]:
+            row = store._rows[match_id]
+            row.record = dataclasses.replace(row.record, game="no_such_game")
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with capture_logs() as logs:
+            await mgr.start()
+        try:
+            failed = [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
+            return ids, mgr.match_ids(), failed
+        finally:
+            await mgr.close()
+
+    ids, held, failed = run(go(), timeout=60)
+    assert held == [ids[-1]]
+    assert sorted(failed) == sorted(ids[:-1])
+
+
+def test_a_match_whose_replay_the_rules_refuse_is_skipped_and_the_others_resume(monkeypatch):
+    """MatchManager.start: a match whose log the rules refuse (a RulesError out of its replay,
+    as well as a CorruptLog) "is skipped with match_resume_failed ...: the other matches go
+    on", not a failed start. (Mutant: only CorruptLog skipped, a RulesError failing the start.)"""
+    from engine_service.rules.errors import RulesError
+    from engine_service.sessions import manager as manager_module
+
+    store = MemoryStore()
+    real = manager_module.LiveMatch
+
+    async def go():
+        ids = await _stored_waiting_matches(store, 2)
+
+        def refused(record, *args, **kwargs):
+            if record.match_id == ids[0]:
+                raise RulesError("the rules refuse this log")
+            return real(record, *args, **kwargs)
+
+        monkeypatch.setattr(manager_module, "LiveMatch", refused)
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with capture_logs() as logs:
+            await mgr.start()
+        try:
+            failed = [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
+            return ids, mgr.match_ids(), failed
+        finally:
+            await mgr.close()
+
+    ids, held, failed = run(go(), timeout=60)
+    assert (held, failed) == ([ids[1]], [ids[0]])
+
+
+class CountsReadsAtOnce(MemoryStore):
+    """Each read of a match takes a few turns of the event loop; ``most``: the most read at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.reading = self.most = 0
+
+    async def load_match(self, match_id):
+        self.reading += 1
+        self.most = max(self.most, self.reading)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return await super().load_match(match_id)
+        finally:
+            self.reading -= 1
+
+
+def test_a_start_reads_the_unfinished_matches_back_resume_concurrency_at_once():
+    """MatchManager._resume_unfinished: "Every unfinished match rebuilt from the store,
+    RESUME_CONCURRENCY of them read at once" (one after another, 10,000 matches on a
+    PostgreSQL 1 ms away took past the start-up probe), never more. (Mutant: one at a time.)"""
+    from engine_service.sessions.manager import RESUME_CONCURRENCY
+
+    store = CountsReadsAtOnce()
+
+    async def go():
+        ids = await _stored_waiting_matches(store, RESUME_CONCURRENCY + 3)
+        store.most = 0
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            return sorted(ids) == sorted(mgr.match_ids()), store.most
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == (True, RESUME_CONCURRENCY)
+
+
+def test_recall_says_whether_it_read_the_match_back_from_the_store():
+    """api.MatchService.recall: "True when match_id was stored but not held" (an ended match a
+    start does not resume), False for a match held (once recalled, it is). (Mutants: either
+    answer flipped.)"""
+    store = MemoryStore()
+
+    async def go():
+        first = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await first.start()
+        ended = (await first.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+        waiting = (await first.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+        await first.terminate_match(ended, "test")
+        await first.close()
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            return [await mgr.recall(ended), await mgr.recall(ended), await mgr.recall(waiting)]
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == [True, False, False]
