@@ -528,6 +528,18 @@ def test_a_store_error_while_resuming_begins_no_further_match():
     assert run(go(), timeout=60) <= RESUME_CONCURRENCY
 
 
+async def _started_and_skipped(store) -> tuple[list[str], list[str]]:
+    """A manager started over ``store``: the matches it then holds, and those its start logged
+    ``match_resume_failed`` (skipped); closed again."""
+    mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+    with capture_logs() as logs:
+        await mgr.start()
+    try:
+        return mgr.match_ids(), [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
+    finally:
+        await mgr.close()
+
+
 def test_matches_that_do_not_replay_skipped_by_every_loader_leave_the_next_one_resumed():
     """A stored match this program cannot replay (CorruptLog: here an unknown game) "is
     skipped with match_resume_failed ...: the other matches go on" (MatchManager.start), even
@@ -544,14 +556,7 @@ def test_matches_that_do_not_replay_skipped_by_every_loader_leave_the_next_one_r
         for match_id in ids[:-1]:
             row = store._rows[match_id]
             row.record = dataclasses.replace(row.record, game="no_such_game")
-        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        with capture_logs() as logs:
-            await mgr.start()
-        try:
-            failed = [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
-            return ids, mgr.match_ids(), failed
-        finally:
-            await mgr.close()
+        return (ids, *await _started_and_skipped(store))
 
     ids, held, failed = run(go(), timeout=60)
     assert held == [ids[-1]]
@@ -577,14 +582,7 @@ def test_a_match_whose_replay_the_rules_refuse_is_skipped_and_the_others_resume(
             return real(record, *args, **kwargs)
 
         monkeypatch.setattr(manager_module, "LiveMatch", refused)
-        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        with capture_logs() as logs:
-            await mgr.start()
-        try:
-            failed = [e["match_id"] for e in logs if e["event"] == "match_resume_failed"]
-            return ids, mgr.match_ids(), failed
-        finally:
-            await mgr.close()
+        return (ids, *await _started_and_skipped(store))
 
     ids, held, failed = run(go(), timeout=60)
     assert (held, failed) == ([ids[1]], [ids[0]])
