@@ -620,14 +620,11 @@ class SqliteStore(Store):
                 # garbage, or another program's file (a mistyped path): refused as SQLite refuses
                 # it (SQLITE_NOTADB), but before the lock file was made beside it, which stayed
                 raise NotADatabase(f"{path} is not a SQLite database (file is not a database)")
-            special = _special_companion(path)
-            if special:
+            if _special_companion(path):
                 # a pipe, socket or device where SQLite makes its own file: SQLite opens a pipe
                 # named as the WAL without a word, and its commits would block the writer once
                 # the pipe's buffer is full (a directory or a link SQLite refuses itself, below)
-                raise StoreError(f"cannot open database {path}: the file was left as it was: {special} is "
-                                 "not a regular file, where SQLite makes its own file: move it away, then "
-                                 "start again")
+                raise StoreError(f"cannot open database {path}: the file was left as it was{self._stray_companion()}")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:
@@ -759,7 +756,7 @@ class SqliteStore(Store):
         the free-space or permissions advice sent the operator the wrong way. "" if none."""
         if self.path == ":memory:":
             return ""
-        for suffix in ("-wal", "-shm", "-journal"):
+        for suffix in _COMPANIONS:
             companion = f"{self.path}{suffix}"
             if os.path.lexists(companion) and not os.path.isfile(companion):
                 kind = "a directory" if os.path.isdir(companion) else "not a regular file"
@@ -1280,6 +1277,9 @@ class SqliteSpace:
         return self.database_bytes - self.free_bytes
 
 
+_COMPANIONS = ("-wal", "-shm", "-journal")  # the names beside the file SQLite makes its own files under
+
+
 def _inode(path: str) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -1294,17 +1294,17 @@ def _size(path: str) -> int:
         return 0
 
 
-def _special_companion(path: str) -> str:
-    """The first of ``path``'s ``-wal``, ``-shm`` and ``-journal`` names that is a pipe, a socket
-    or a device (not followed through a link), or ""."""
-    for suffix in ("-wal", "-shm", "-journal"):
+def _special_companion(path: str) -> bool:
+    """Whether one of the names SQLite makes its own files under (:data:`_COMPANIONS`) is a
+    pipe, a socket or a device (not followed through a link)."""
+    for suffix in _COMPANIONS:
         try:
             mode = os.lstat(f"{path}{suffix}").st_mode
         except OSError:
             continue
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            return f"{path}{suffix}"
-    return ""
+            return True
+    return False
 
 
 def _has_sqlite_header(path: str) -> bool:
